@@ -1,0 +1,475 @@
+"""``ByteDFA`` and the NFA -> trimmed, minimal, canonical DFA pipeline.
+
+Pipeline: byte classes (bytes no NFA edge tells apart) -> subset construction
+over classes, bounded by ``max_states`` as it goes -> trim (keep states that
+are reachable and can reach acceptance) -> Hopcroft minimization -> BFS
+renumbering (successors in byte order), so equal languages give identical
+arrays.
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+
+from .nfa import NFA
+from .regex import BOL, BOS, EOL, EOLM, EOS
+
+
+class StateLimit(Exception):
+    """More DFA states than allowed (turned into ``DFATooLarge`` by the caller)."""
+
+
+@dataclass(frozen=True, eq=False)
+class ByteDFA:
+    """A trimmed, minimized DFA over bytes in canonical numbering.
+
+    ``transitions[s, b]`` is the next state or -1 (dead); the start state is 0.
+    Every state is reachable and can reach an accepting state. The empty
+    language has zero states. Arrays are read-only.
+    """
+
+    transitions: np.ndarray
+    accepting: np.ndarray
+
+    def __post_init__(self) -> None:
+        t = np.ascontiguousarray(self.transitions, dtype=np.int32).reshape(-1, 256)
+        a = np.ascontiguousarray(self.accepting, dtype=bool).reshape(-1)
+        if t is self.transitions:
+            t = t.copy()
+        if a is self.accepting:
+            a = a.copy()
+        if t.shape[0] != a.shape[0]:
+            raise ValueError("transitions and accepting disagree on the number of states")
+        t.setflags(write=False)
+        a.setflags(write=False)
+        object.__setattr__(self, "transitions", t)
+        object.__setattr__(self, "accepting", a)
+
+    @property
+    def n_states(self) -> int:
+        return int(self.transitions.shape[0])
+
+    @cached_property
+    def fingerprint(self) -> str:
+        """sha256 hex of the arrays: a cache key for this language."""
+        h = hashlib.sha256()
+        h.update(np.int64(self.n_states).tobytes())
+        h.update(self.transitions.astype("<i4", copy=False).tobytes())
+        h.update(self.accepting.astype(np.uint8).tobytes())
+        return h.hexdigest()
+
+    @property
+    def nullable(self) -> bool:
+        """Whether the empty string is in the language."""
+        return self.n_states > 0 and bool(self.accepting[0])
+
+    def is_empty(self) -> bool:
+        return self.n_states == 0
+
+    def step(self, state: int, data: bytes) -> int:
+        """The state after ``data`` from ``state``; -1 once dead."""
+        if state < 0 or self.n_states == 0:
+            return -1
+        t = self.transitions
+        for b in data:
+            state = int(t[state, b])
+            if state < 0:
+                return -1
+        return state
+
+    def matches(self, data: bytes) -> bool:
+        """Full match of ``data``."""
+        s = self.step(0, data)
+        return s >= 0 and bool(self.accepting[s])
+
+    @cached_property
+    def edge_runs(self) -> list[list[tuple[int, int, int]]]:
+        """Per state, the maximal byte runs ``(lo, hi, target)`` with a live target."""
+        t = self.transitions
+        n = self.n_states
+        runs: list[list[tuple[int, int, int]]] = [[] for _ in range(n)]
+        if n == 0:
+            return runs
+        rows, cols = np.nonzero(t[:, 1:] != t[:, :-1])
+        starts = [[0] for _ in range(n)]
+        for r, c in zip(rows.tolist(), (cols + 1).tolist()):
+            starts[r].append(c)
+        tl = t.tolist()
+        for s in range(n):
+            row = tl[s]
+            st = starts[s]
+            out = runs[s]
+            for i, lo in enumerate(st):
+                tgt = row[lo]
+                if tgt >= 0:
+                    out.append((lo, (st[i + 1] - 1) if i + 1 < len(st) else 255, tgt))
+        return runs
+
+    def __repr__(self) -> str:
+        return f"ByteDFA(n_states={self.n_states}, fingerprint={self.fingerprint[:12]})"
+
+
+EMPTY_TABLE = np.zeros((0, 256), dtype=np.int32)
+
+
+def empty_dfa() -> ByteDFA:
+    return ByteDFA(EMPTY_TABLE, np.zeros(0, dtype=bool))
+
+
+# -------------------------------------------------------------- byte classes
+
+
+def byte_classes(nfa: NFA, extra: tuple[tuple[int, int], ...] = ()) -> tuple[np.ndarray, dict]:
+    """Partition bytes into classes no NFA edge distinguishes.
+
+    Returns ``(class_of_byte[256], ranges)`` where ``ranges`` maps every edge
+    range ``(lo, hi)`` to the list of classes it covers.
+    """
+    distinct = {(lo, hi) for edges in nfa.edges for lo, hi, _ in edges}
+    distinct.update(extra)
+    rng = sorted(distinct)
+    if not rng:
+        return np.zeros(256, dtype=np.int64), {}
+    bounds = sorted({0, 256} | {lo for lo, _ in rng} | {hi + 1 for _, hi in rng})
+    bounds_arr = np.array(bounds)
+    n_int = len(bounds) - 1
+    lo_idx = np.searchsorted(bounds_arr, [lo for lo, _ in rng])
+    hi_idx = np.searchsorted(bounds_arr, [hi + 1 for _, hi in rng])
+    cover = np.zeros((len(rng), n_int + 1), dtype=np.int32)
+    np.add.at(cover, (np.arange(len(rng)), lo_idx), 1)
+    np.add.at(cover, (np.arange(len(rng)), hi_idx), -1)
+    member = np.cumsum(cover, axis=1)[:, :n_int].astype(bool)
+    _, interval_class = np.unique(member.T, axis=0, return_inverse=True)
+    interval_class = interval_class.reshape(-1)
+    interval_of_byte = np.searchsorted(bounds_arr, np.arange(256), side="right") - 1
+    class_of_byte = interval_class[interval_of_byte]
+    covered = {}
+    for i, r in enumerate(rng):
+        covered[r] = sorted(set(interval_class[lo_idx[i] : hi_idx[i]].tolist()))
+    return class_of_byte, covered
+
+
+def _successors(nfa: NFA, covered: dict) -> list[dict[int, list[int]]]:
+    succ: list[dict[int, list[int]]] = []
+    for edges in nfa.edges:
+        d: dict[int, list[int]] = {}
+        for lo, hi, t in edges:
+            for c in covered[(lo, hi)]:
+                lst = d.get(c)
+                if lst is None:
+                    d[c] = [t]
+                else:
+                    lst.append(t)
+        succ.append(d)
+    return succ
+
+
+# ---------------------------------------------------------- determinization
+
+
+def determinize(nfa: NFA, start: int, accept: int, max_states: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Subset construction. Returns ``(table[n, k], accepting[n], class_of_byte[256])``.
+
+    Raises ``StateLimit`` as soon as more than ``max_states`` states exist.
+    """
+    if nfa.guards:
+        return _determinize_guarded(nfa, start, accept, max_states)
+    class_of_byte, covered = byte_classes(nfa)
+    k = int(class_of_byte.max()) + 1
+    succ = _successors(nfa, covered)
+    eps = nfa.eps
+
+    def closure(seeds) -> frozenset:
+        seen = set(seeds)
+        stack = list(seen)
+        while stack:
+            for t in eps[stack.pop()]:
+                if t not in seen:
+                    seen.add(t)
+                    stack.append(t)
+        return frozenset(seen)
+
+    first = closure([start])
+    ids = {first: 0}
+    sets = [first]
+    rows: list[list[int]] = []
+    cache: dict[frozenset, frozenset] = {}
+    i = 0
+    while i < len(sets):
+        moves: dict[int, list[int]] = {}
+        for s in sets[i]:
+            d = succ[s]
+            if d:
+                for c, ts in d.items():
+                    m = moves.get(c)
+                    if m is None:
+                        moves[c] = list(ts)
+                    else:
+                        m.extend(ts)
+        row = [-1] * k
+        for c, ts in moves.items():
+            key = frozenset(ts)
+            target = cache.get(key)
+            if target is None:
+                target = cache[key] = closure(key)
+            j = ids.get(target)
+            if j is None:
+                j = ids[target] = len(sets)
+                if j >= max_states:
+                    raise StateLimit(max_states)
+                sets.append(target)
+            row[c] = j
+        rows.append(row)
+        i += 1
+    table = np.array(rows, dtype=np.int32).reshape(len(rows), k)
+    accepting = np.array([accept in s for s in sets], dtype=bool)
+    return table, accepting, class_of_byte
+
+
+# Modes of a guarded NFA state: what the rest of the input must be after an
+# end anchor was crossed. Ordered by strength; meeting two keeps the max.
+_FREE, _LINE, _EOL, _END = 0, 1, 2, 3  # any, "" or "\n"..., "" or "\n", ""
+_GUARD_MODE = {EOLM: _LINE, EOL: _EOL, EOS: _END}
+# contexts for start anchors: the position before is the start / after "\n" / other
+_AT_START, _AFTER_NL, _OTHER = 0, 1, 2
+
+
+def _determinize_guarded(nfa: NFA, start: int, accept: int, max_states: int):
+    """Subset construction over ``(state, mode)`` pairs with anchor guards."""
+    class_of_byte, covered = byte_classes(nfa, extra=((10, 10),))
+    k = int(class_of_byte.max()) + 1
+    nl = int(class_of_byte[10])
+    succ = _successors(nfa, covered)
+    eps, guards = nfa.eps, nfa.guards
+
+    def closure(seeds, ctx: int) -> frozenset:
+        seen = set(seeds)
+        stack = list(seen)
+        while stack:
+            x = stack.pop()
+            s, mode = x >> 2, x & 3
+            out = [(t << 2) | mode for t in eps[s]]
+            for kind, t in guards.get(s, ()):
+                if kind == BOS:
+                    if ctx == _AT_START:
+                        out.append((t << 2) | mode)
+                elif kind == BOL:
+                    if ctx != _OTHER:
+                        out.append((t << 2) | mode)
+                else:
+                    out.append((t << 2) | max(mode, _GUARD_MODE[kind]))
+            for y in out:
+                if y not in seen:
+                    seen.add(y)
+                    stack.append(y)
+        return frozenset(seen)
+
+    first = closure([start << 2], _AT_START)
+    ids = {first: 0}
+    sets = [first]
+    rows = []
+    i = 0
+    while i < len(sets):
+        moves: dict[int, set[int]] = {}
+        for x in sets[i]:
+            s, mode = x >> 2, x & 3
+            for c, ts in succ[s].items():
+                if mode == _FREE:
+                    new_mode = _FREE
+                elif c == nl and mode in (_LINE, _EOL):
+                    new_mode = _FREE if mode == _LINE else _END
+                else:
+                    continue
+                moves.setdefault(c, set()).update((t << 2) | new_mode for t in ts)
+        row = [-1] * k
+        for c, ts in moves.items():
+            target = closure(ts, _AFTER_NL if c == nl else _OTHER)
+            j = ids.get(target)
+            if j is None:
+                j = ids[target] = len(sets)
+                if j >= max_states:
+                    raise StateLimit(max_states)
+                sets.append(target)
+            row[c] = j
+        rows.append(row)
+        i += 1
+    table = np.array(rows, dtype=np.int32).reshape(len(rows), k)
+    accepting = np.array([any(x >> 2 == accept for x in s) for s in sets], dtype=bool)
+    return table, accepting, class_of_byte
+
+
+# ------------------------------------------------- trim, minimize, canonical
+
+
+def _live_states(table: np.ndarray, accepting: np.ndarray, start: int) -> np.ndarray:
+    """Mask of states reachable from ``start`` that can reach an accepting state."""
+    n, k = table.shape
+    src = np.repeat(np.arange(n), k)
+    dst = table.reshape(-1)
+    ok = dst >= 0
+    src, dst = src[ok], dst[ok]
+    reach = np.zeros(n, dtype=bool)
+    reach[start] = True
+    _flood(reach, src, dst, n)
+    coreach = accepting & reach
+    _flood(coreach, dst, src, n, within=reach)
+    return reach & coreach
+
+
+def _flood(mark: np.ndarray, src: np.ndarray, dst: np.ndarray, n: int, within: np.ndarray | None = None) -> None:
+    """Mark everything reachable from marked states along ``src -> dst`` edges."""
+    order = np.argsort(src, kind="stable")
+    dst_sorted = dst[order].tolist()
+    bounds = np.searchsorted(src[order], np.arange(n + 1)).tolist()
+    allowed = within.tolist() if within is not None else None
+    seen = mark.tolist()
+    stack = [i for i, m in enumerate(seen) if m]
+    while stack:
+        s = stack.pop()
+        for t in dst_sorted[bounds[s] : bounds[s + 1]]:
+            if not seen[t] and (allowed is None or allowed[t]):
+                seen[t] = True
+                stack.append(t)
+    mark[:] = seen
+
+
+def _minimize(table: np.ndarray, accepting: np.ndarray) -> np.ndarray:
+    """Block id per state of the coarsest equivalence (all states live).
+
+    Moore rounds on numpy first: each is one ``unique`` over the rows of block
+    labels and usually a few suffice. Deep chains (``x{0,1000}``) would need
+    one round per state, so past ``_MOORE_ROUNDS`` Hopcroft finishes the
+    refinement from the partition reached.
+    """
+    n, k = table.shape
+    sink = n  # explicit dead state, distinguishable from every live one
+    T = np.vstack([np.where(table < 0, sink, table), np.full((1, k), sink, dtype=table.dtype)])
+    labels = np.append(accepting.astype(np.int64), 2)
+    count = len(set(labels.tolist()))
+    for _ in range(_MOORE_ROUNDS):
+        sig = np.ascontiguousarray(np.column_stack([labels, labels[T]]), dtype=np.int64)
+        _, new = np.unique(sig.view(np.dtype((np.void, sig.itemsize * sig.shape[1]))).ravel(), return_inverse=True)
+        new = new.reshape(-1)
+        new_count = int(new.max()) + 1
+        labels = new
+        if new_count == count:
+            return labels[:n]
+        count = new_count
+    return np.array(_hopcroft(T, labels.tolist())[:n], dtype=np.int64)
+
+
+_MOORE_ROUNDS = 24
+
+
+def _hopcroft(T: np.ndarray, labels: list[int]) -> list[int]:
+    """Hopcroft refinement of the partition ``labels`` of the complete table ``T``."""
+    N, k = T.shape
+    inverse = []
+    for c in range(k):
+        col = T[:, c]
+        order = np.argsort(col, kind="stable")
+        bounds = np.searchsorted(col[order], np.arange(N + 1))
+        inverse.append((order.tolist(), bounds.tolist()))
+    groups: dict[int, set[int]] = {}
+    for s, lab in enumerate(labels):
+        groups.setdefault(lab, set()).add(s)
+    blocks = list(groups.values())
+    block_of = [0] * N
+    for i, members in enumerate(blocks):
+        for s in members:
+            block_of[s] = i
+    work = list(range(len(blocks)))
+    in_work = set(work)
+    while work:
+        a = work.pop()
+        in_work.discard(a)
+        splitter = list(blocks[a])
+        for order, bounds in inverse:
+            hit: dict[int, list[int]] = {}
+            for t in splitter:
+                lo, hi = bounds[t], bounds[t + 1]
+                if lo < hi:
+                    for s in order[lo:hi]:
+                        b = block_of[s]
+                        lst = hit.get(b)
+                        if lst is None:
+                            hit[b] = [s]
+                        else:
+                            lst.append(s)
+            for b, members in hit.items():
+                block = blocks[b]
+                if len(members) == len(block):
+                    continue
+                moved = set(members)
+                if len(moved) * 2 > len(block):
+                    moved = block - moved
+                block -= moved
+                z = len(blocks)
+                blocks.append(moved)
+                for s in moved:
+                    block_of[s] = z
+                # the new block is the smaller half: enough unless b still waits
+                work.append(z)
+                in_work.add(z)
+    return block_of
+
+
+def finalize(table: np.ndarray, accepting: np.ndarray, class_of_byte: np.ndarray, start: int = 0) -> ByteDFA:
+    """Trim, minimize and canonically renumber a class-compressed DFA."""
+    n = table.shape[0]
+    if n == 0:
+        return empty_dfa()
+    live = _live_states(table, accepting, start)
+    if not live[start]:
+        return empty_dfa()
+    old = np.flatnonzero(live)
+    remap = np.full(n + 1, -1, dtype=np.int64)
+    remap[old] = np.arange(len(old))
+    table = remap[table[old]]  # -1 (dead) indexes remap[-1] == -1
+    accepting = accepting[old]
+    start = int(remap[start])
+    block = _minimize(table, accepting)
+    n_blocks = int(block.max()) + 1
+    rep = np.zeros(n_blocks, dtype=np.int64)
+    rep[block] = np.arange(len(block))
+    qtable = np.where(table[rep] >= 0, block[np.maximum(table[rep], 0)], -1)
+    qaccept = accepting[rep]
+    return _canonical(qtable, qaccept, int(block[start]), class_of_byte)
+
+
+def _canonical(table: np.ndarray, accepting: np.ndarray, start: int, class_of_byte: np.ndarray) -> ByteDFA:
+    n, k = table.shape
+    first_byte = np.full(k, 256)
+    np.minimum.at(first_byte, class_of_byte, np.arange(256))
+    class_order = [int(c) for c in np.argsort(first_byte, kind="stable") if first_byte[c] < 256]
+    rows = table.tolist()
+    new_id = {start: 0}
+    queue = [start]
+    i = 0
+    while i < len(queue):
+        row = rows[queue[i]]
+        for c in class_order:
+            t = row[c]
+            if t >= 0 and t not in new_id:
+                new_id[t] = len(queue)
+                queue.append(t)
+        i += 1
+    perm = np.array(queue, dtype=np.int64)
+    inv = np.full(n + 1, -1, dtype=np.int64)
+    inv[perm] = np.arange(len(perm))
+    ctable = inv[table[perm]]
+    transitions = ctable[:, class_of_byte].astype(np.int32)
+    return ByteDFA(transitions, accepting[perm])
+
+
+def from_table(transitions: np.ndarray, accepting: np.ndarray, start: int = 0) -> ByteDFA:
+    """Trim/minimize/canonicalize an arbitrary 256-column table (-1 = dead)."""
+    transitions = np.asarray(transitions, dtype=np.int64).reshape(-1, 256)
+    accepting = np.asarray(accepting, dtype=bool)
+    if transitions.shape[0] == 0:
+        return empty_dfa()
+    cols, class_of_byte = np.unique(transitions.T, axis=0, return_inverse=True)
+    return finalize(cols.T.copy(), accepting, class_of_byte.reshape(-1), start)

@@ -1,0 +1,310 @@
+"""Walking byte DFAs over a vocabulary: the primitives behind the token tables.
+
+* :func:`walk_all_states` runs a DFA from *every* state at once down the
+  token trie, one depth per step, on sparse threads (node, state, origin):
+  a subtree is dropped as soon as a thread dies in it. It yields the tokens
+  that stay alive (INSIDE) and the places where the DFA accepts strictly
+  inside a token (:class:`AcceptEvents`).
+* :func:`chain_literal` / :func:`walk_chain` do the same without a walk for a
+  DFA that is a single string (one transition per state): the tokens alive
+  from position ``i`` are the prefixes of ``lit[i:]``, found along the trie
+  path of ``lit[i:]``.
+* :func:`suffixes_alive` and :func:`lexeme_ends` walk a DFA from its start
+  state over token suffixes, on the trie's flat byte array.
+"""
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+
+from .token_sets import unique_sorted
+from .token_trie import TokenTrie
+
+
+class DFALike(Protocol):
+    """What the compiler needs from ``kbnf_gpu.automata.ByteDFA``."""
+
+    transitions: np.ndarray  # int32 [n, 256], -1 dead
+    accepting: np.ndarray  # bool [n]
+
+    @property
+    def fingerprint(self) -> str: ...
+
+
+def expand_ranges(lo: np.ndarray, count: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For ranges ``[lo[i], lo[i] + count[i])``: (owner i, value) of every element (int64)."""
+    count = np.asarray(count, dtype=np.int64)
+    owner = np.repeat(np.arange(count.shape[0], dtype=np.int64), count)
+    values = np.repeat(np.asarray(lo, dtype=np.int64) - np.cumsum(count) + count, count)
+    values += np.arange(values.shape[0], dtype=np.int64)
+    return owner, values
+
+
+def _expand32(lo: np.ndarray, count: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`expand_ranges` in int32, for trie-sized ranges in the hot loop."""
+    owner = np.repeat(np.arange(count.shape[0], dtype=np.int32), count)
+    values = np.repeat(lo - np.cumsum(count, dtype=np.int32) + count, count)
+    values += np.arange(values.shape[0], dtype=np.int32)
+    return owner, values
+
+
+_MAX_MEMO_CANDIDATES = 1 << 20
+
+
+@dataclass(frozen=True, eq=False)
+class AcceptEvents:
+    """Trie nodes where a DFA started in state ``q`` accepts, with tokens continuing past them.
+
+    Event ``e`` is trie node ``node[e]`` at depth ``depth[e]`` (``k`` bytes in);
+    the states ``q`` it holds for are ``states[ptr[e]:ptr[e + 1]]``. Only
+    nodes that some longer token passes through are kept.
+    """
+
+    depth: np.ndarray  # int32 [E]
+    node: np.ndarray  # int32 [E]
+    ptr: np.ndarray  # int64 [E + 1]
+    states: np.ndarray  # int32 [nnz]
+    _candidates: dict = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def from_pairs(cls, trie: TokenTrie, node: np.ndarray, state: np.ndarray) -> "AcceptEvents":
+        """Group (node, state) pairs (repeats allowed) into events, ordered by node."""
+        node = np.asarray(node, dtype=np.int64)
+        state = np.asarray(state, dtype=np.int64)
+        n_state = int(state.max(initial=0)) + 1
+        key = unique_sorted(node * n_state + state)
+        state, node = key % n_state, key // n_state
+        new = np.ones(key.shape[0], dtype=bool)
+        new[1:] = node[1:] != node[:-1]
+        starts = np.flatnonzero(new)
+        ptr = np.append(starts, key.shape[0]).astype(np.int64)
+        node = node[starts]
+        return cls(trie.node_depth[node], node.astype(np.int32), ptr, state.astype(np.int32))
+
+    @property
+    def count(self) -> int:
+        return int(self.depth.shape[0])
+
+    def candidates(self, trie: TokenTrie, min_rest: int = 1) -> tuple[np.ndarray, np.ndarray]:
+        """(event, row) for every token that passes an event node with ``>= min_rest`` bytes left.
+
+        Memoized per trie (every CROSS table of a terminal reuses them).
+        """
+        key = (trie.fingerprint, min_rest)
+        cached = self._candidates.get(key)
+        if cached is None:
+            cached = self._find_candidates(trie, min_rest)
+            if cached[1].size <= _MAX_MEMO_CANDIDATES:
+                self._candidates[key] = cached
+        return cached
+
+    def _find_candidates(self, trie: TokenTrie, min_rest: int) -> tuple[np.ndarray, np.ndarray]:
+        nterm = trie.node_nterm[self.node]
+        ev, rows = expand_ranges(trie.node_lo[self.node] + nterm, trie.node_size[self.node] - nterm)
+        if min_rest > 1:
+            ok = trie.row_len[rows] >= self.depth[ev] + min_rest
+            ev, rows = ev[ok], rows[ok]
+        for arr in (ev, rows):
+            arr.setflags(write=False)
+        return ev, rows
+
+    def expand_states(self, events: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(index into ``events``, state) for every state of each listed event."""
+        owner, idx = expand_ranges(self.ptr[events], self.ptr[events + 1] - self.ptr[events])
+        return owner, self.states[idx]
+
+
+@dataclass(frozen=True, eq=False)
+class WalkResult:
+    inside_states: np.ndarray  # int64 [m]: state q of each INSIDE pair
+    inside_tokens: np.ndarray  # int64 [m]: token id of each INSIDE pair
+    events: AcceptEvents
+
+
+def _padded(dfa: DFALike) -> tuple[np.ndarray, np.ndarray]:
+    """Flat transition table with a trailing dead row, so index -1 stays dead."""
+    trans = np.asarray(dfa.transitions, dtype=np.int32)
+    flat = np.concatenate([trans.ravel(), np.full(256, -1, dtype=np.int32)])
+    acc = np.append(np.asarray(dfa.accepting, dtype=bool), False)
+    return flat, acc
+
+
+def walk_all_states(trie: TokenTrie, dfa: DFALike, inside: bool = True) -> WalkResult:
+    """Walk ``dfa`` from every state at once down the trie.
+
+    The walk keeps sparse *threads* (trie node, current state, origin state),
+    one depth per step: most origins die within a few bytes, so this touches
+    far fewer entries than a dense ``[nodes, states]`` table would.
+    """
+    flat_t, acc = _padded(dfa)
+    n_states = int(np.asarray(dfa.transitions).shape[0])
+    nodes: list[np.ndarray] = []
+    states: list[np.ndarray] = []
+    origins: list[np.ndarray] = []
+    state = np.arange(n_states, dtype=np.int32)
+    origin = state.copy()
+    first = np.full(n_states, trie.first_child[0], dtype=np.int32)  # children of each thread's node
+    count = np.full(n_states, trie.n_children[0], dtype=np.int32)
+    while True:
+        owner, node = _expand32(first, count)
+        nxt = flat_t[state[owner] * 256 + trie.node_byte[node]]
+        live = np.flatnonzero(nxt >= 0)
+        if live.size == 0:
+            break
+        node, state, origin = node[live], nxt[live], origin[owner[live]]
+        nodes.append(node)
+        states.append(state)
+        origins.append(origin)
+        first, count = trie.first_child[node], trie.n_children[node]
+    node, state, origin = (_cat(x) for x in (nodes, states, origins))
+    return _result(trie, node, origin, acc[state], inside)
+
+
+def _cat(parts: list[np.ndarray]) -> np.ndarray:
+    return np.concatenate(parts) if parts else np.zeros(0, np.int32)
+
+
+def _result(
+    trie: TokenTrie, node: np.ndarray, origin: np.ndarray, accepting: np.ndarray, inside: bool
+) -> WalkResult:
+    """INSIDE pairs and events from every (node, origin state) the DFA reached alive."""
+    in_q = in_t = np.zeros(0, np.int64)
+    if inside:
+        nterm = trie.node_nterm[node]
+        has = np.flatnonzero(nterm)
+        if trie.max_nterm <= 1:
+            in_q, in_t = origin[has], trie.row_ids[trie.node_lo[node[has]]]
+        else:
+            owner, rows = _expand32(trie.node_lo[node[has]], nterm[has])
+            in_q, in_t = origin[has][owner], trie.row_ids[rows]
+    hit = np.flatnonzero(accepting & (trie.node_size[node] > trie.node_nterm[node]))
+    events = AcceptEvents.from_pairs(trie, node[hit], origin[hit])
+    return WalkResult(in_q.astype(np.int64), in_t.astype(np.int64), events)
+
+
+def chain_literal(dfa: DFALike) -> tuple[bytes, np.ndarray] | None:
+    """``(lit, order)`` if ``dfa`` is a chain ``order[0] = 0 -lit[0]-> order[1] -lit[1]-> ...``.
+
+    A chain has exactly one live transition per state except the last, which
+    has none, and visits every state once. Accepting states may lie anywhere.
+    """
+    trans = np.asarray(dfa.transitions)
+    n = trans.shape[0]
+    live = trans >= 0
+    per_state = live.sum(axis=1)
+    if n == 0 or (per_state > 1).any() or int(per_state.sum()) != n - 1:
+        return None
+    byte_of = live.argmax(axis=1)
+    order = np.empty(n, dtype=np.int64)
+    lit = bytearray()
+    s = 0
+    for i in range(n):
+        order[i] = s
+        if i == n - 1:
+            break
+        if per_state[s] != 1:
+            return None
+        b = int(byte_of[s])
+        lit.append(b)
+        s = int(trans[s, b])
+    if per_state[s] != 0 or np.unique(order).size != n:
+        return None
+    return bytes(lit), order
+
+
+def walk_chain(trie: TokenTrie, dfa: DFALike, chain: tuple[bytes, np.ndarray]) -> WalkResult:
+    """:func:`walk_all_states` for a chain DFA, by following trie paths of ``lit[i:]``."""
+    lit, order = chain
+    n = order.shape[0]
+    chain_acc = np.asarray(dfa.accepting, dtype=bool)[order]
+    paths = trie.path_nodes([lit[i:] for i in range(n)])  # [n, max_len]
+    i, d = np.nonzero(paths >= 0)  # the DFA in state order[i] is alive after d + 1 bytes
+    return _result(trie, paths[i, d], order[i], chain_acc[i + d + 1], inside=True)
+
+
+def suffixes_alive(
+    trie: TokenTrie, dfa: DFALike, rows: np.ndarray, offsets: np.ndarray
+) -> np.ndarray:
+    """``bool``: does ``dfa`` stay alive from its start over ``token(row)[offset:]`` (non-empty)?"""
+    flat_t, _ = _padded(dfa)
+    pos = trie.row_start[rows] + offsets
+    end = trie.row_start[rows] + trie.row_len[rows]
+    out = np.zeros(pos.shape[0], dtype=bool)
+    idx = np.arange(pos.shape[0])
+    state = np.zeros(pos.shape[0], dtype=np.int32)
+    flat = trie.flat
+    while idx.size:
+        state = flat_t[state * 256 + flat[pos]]
+        pos = pos + 1
+        alive = state >= 0
+        done = alive & (pos == end)
+        out[idx[done]] = True
+        keep = alive & ~done
+        idx, state, pos, end = idx[keep], state[keep], pos[keep], end[keep]
+    return out
+
+
+def lexeme_ends(trie: TokenTrie, dfa: DFALike) -> tuple[np.ndarray, np.ndarray]:
+    """(row, k) where a non-empty lexeme of ``dfa`` starts at byte ``k`` of the
+    row's token and ends strictly before the token's end."""
+    flat_t, acc = _padded(dfa)
+    flat = trie.flat
+    first = np.flatnonzero(flat_t[:256] >= 0) if acc.shape[0] > 1 else np.zeros(0, np.int64)
+    # start positions with >= 2 bytes left whose first byte the DFA takes
+    _, origin = expand_ranges(trie.split_ptr[first], trie.split_ptr[first + 1] - trie.split_ptr[first])
+    origin = trie.split_pos[origin].astype(np.int64)
+    rows = trie.flat_row[origin]
+    end = trie.row_start[rows] + trie.row_len[rows]
+    state = np.zeros(origin.shape[0], dtype=np.int32)
+    pos = origin.copy()
+    found = []
+    while origin.size:
+        state = flat_t[state * 256 + flat[pos]]
+        pos = pos + 1
+        hit = acc[state]  # pos < end holds for every candidate still here
+        if hit.any():
+            found.append(origin[hit])
+        keep = ~hit & (state >= 0) & (pos < end - 1)
+        origin, state, pos, end = origin[keep], state[keep], pos[keep], end[keep]
+    hits = np.sort(np.concatenate(found)) if found else np.zeros(0, np.int64)
+    rows = trie.flat_row[hits].astype(np.int64)
+    return rows, hits - trie.row_start[rows]
+
+
+_WALK_CACHE_SIZE = 128
+_events: "OrderedDict[tuple[str, str], AcceptEvents]" = OrderedDict()
+_lock = threading.Lock()
+
+
+def walk(trie: TokenTrie, dfa: DFALike, inside: bool = True) -> WalkResult:
+    """INSIDE pairs and accept events of ``dfa``, by the chain fast path when it applies."""
+    chain = chain_literal(dfa)
+    result = walk_chain(trie, dfa, chain) if chain else walk_all_states(trie, dfa, inside)
+    key = (dfa.fingerprint, trie.fingerprint)
+    with _lock:
+        _events[key] = result.events
+        _events.move_to_end(key)
+        while len(_events) > _WALK_CACHE_SIZE:
+            _events.popitem(last=False)
+    return result
+
+
+def accept_events(trie: TokenTrie, dfa: DFALike) -> AcceptEvents:
+    """Accept events of ``dfa``, memoized on the DFA and vocabulary fingerprints."""
+    key = (dfa.fingerprint, trie.fingerprint)
+    with _lock:
+        events = _events.get(key)
+        if events is not None:
+            _events.move_to_end(key)
+            return events
+    return walk(trie, dfa, inside=False).events
+
+
+def clear_walk_cache() -> None:
+    """Forget memoized accept events (benchmarks time cold walks with it)."""
+    with _lock:
+        _events.clear()

@@ -1,0 +1,239 @@
+"""Reuse of token tables across grammars: an in-memory LRU plus an optional directory.
+
+Tables depend only on a DFA (or a few), the vocabulary and the sparse limit,
+so a cache keyed by ``sha256`` of their fingerprints lets every grammar that
+shares a terminal (JSON strings, numbers, whitespace, punctuation) skip the
+vocabulary walk. A disk entry is one ``.npy`` file holding a flat ``uint32``
+array, read with ``allow_pickle=False``: a cache directory never makes us run
+foreign code, and a corrupt entry is recomputed.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TypeVar, Union
+
+import numpy as np
+
+from .dfa_walk import DFALike
+from .tables import LexemeSplits, as_trie, cross_sets, deep_sets, inside_sets, lexeme_splits
+from .token_sets import DEFAULT_SPARSE_LIMIT, TokenSet, words_for
+from .token_trie import TokenTrie, VocabularyLike
+
+FORMAT = "kbnf_gpu.tables/1"
+
+Table = Union[tuple[TokenSet, ...], LexemeSplits]
+T = TypeVar("T", tuple[TokenSet, ...], LexemeSplits)
+
+
+def table_key(kind: str, vocab_fingerprint: str, *dfa_fingerprints: str, sparse_limit: int = 0) -> str:
+    """sha256 hex naming one table."""
+    h = hashlib.sha256()
+    for part in (FORMAT, kind, str(sparse_limit), vocab_fingerprint, *dfa_fingerprints):
+        h.update(part.encode())
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+class TableCache:
+    """Token tables by content key. Thread-safe; a lost race just computes twice."""
+
+    def __init__(
+        self,
+        directory: str | os.PathLike[str] | None = None,
+        max_entries: int = 4096,
+        sparse_limit: int = DEFAULT_SPARSE_LIMIT,
+    ) -> None:
+        self.directory = Path(directory) if directory is not None else None
+        if self.directory is not None:
+            self.directory.mkdir(parents=True, exist_ok=True)
+        self.max_entries = max_entries
+        self.sparse_limit = sparse_limit
+        self._mem: OrderedDict[str, Table] = OrderedDict()
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.disk_hits = 0
+        self.misses = 0
+
+    # ---------------------------------------------------------------- tables
+
+    def inside(self, dfa: DFALike, vocab: VocabularyLike | TokenTrie) -> tuple[TokenSet, ...]:
+        return self._get(
+            "inside",
+            vocab,
+            (dfa,),
+            lambda trie: inside_sets(dfa, trie, self.sparse_limit),
+        )
+
+    def cross(
+        self, dfa_a: DFALike, dfa_b: DFALike, vocab: VocabularyLike | TokenTrie
+    ) -> tuple[TokenSet, ...]:
+        return self._get(
+            "cross",
+            vocab,
+            (dfa_a, dfa_b),
+            lambda trie: cross_sets(dfa_a, dfa_b, trie, self.sparse_limit),
+        )
+
+    def splits(self, dfa_b: DFALike, vocab: VocabularyLike | TokenTrie) -> LexemeSplits:
+        return self._get("splits", vocab, (dfa_b,), lambda trie: lexeme_splits(dfa_b, trie))
+
+    def deep(
+        self, dfa_a: DFALike, followers: Sequence[DFALike], vocab: VocabularyLike | TokenTrie
+    ) -> tuple[TokenSet, ...]:
+        """``DEEP[a; B]`` with B = ``followers`` (their order does not matter)."""
+        followers = sorted({b.fingerprint: b for b in followers}.items())
+        return self._get(
+            "deep",
+            vocab,
+            (dfa_a, *(b for _, b in followers)),
+            lambda trie: deep_sets(
+                dfa_a, [self.splits(b, trie) for _, b in followers], trie, self.sparse_limit
+            ),
+        )
+
+    # --------------------------------------------------------------- storage
+
+    def clear(self) -> None:
+        with self._lock:
+            self._mem.clear()
+
+    def __len__(self) -> int:
+        return len(self._mem)
+
+    def _get(
+        self,
+        kind: str,
+        vocab: VocabularyLike | TokenTrie,
+        dfas: tuple[DFALike, ...],
+        compute: Callable[[TokenTrie], T],
+    ) -> T:
+        key = table_key(
+            kind, vocab.fingerprint, *(d.fingerprint for d in dfas), sparse_limit=self.sparse_limit
+        )
+        with self._lock:
+            table = self._mem.get(key)
+            if table is not None:
+                self._mem.move_to_end(key)
+                self.hits += 1
+                return table  # type: ignore[return-value]
+        table = self._load(key, kind)
+        if table is not None:
+            with self._lock:
+                self.disk_hits += 1
+        else:
+            table = compute(as_trie(vocab))
+            with self._lock:
+                self.misses += 1
+            self._store(key, kind, table)
+        with self._lock:
+            self._mem[key] = table
+            self._mem.move_to_end(key)
+            while len(self._mem) > self.max_entries:
+                self._mem.popitem(last=False)
+        return table  # type: ignore[return-value]
+
+    def _path(self, key: str) -> Path | None:
+        return None if self.directory is None else self.directory / f"{key}.npy"
+
+    def _store(self, key: str, kind: str, table: Table) -> None:
+        path = self._path(key)
+        if path is None:
+            return
+        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                np.save(f, encode_table(table), allow_pickle=False)
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
+    def _load(self, key: str, kind: str) -> Table | None:
+        path = self._path(key)
+        if path is None or not path.exists():
+            return None
+        try:
+            table = decode_table(np.load(path, allow_pickle=False))
+        except (OSError, ValueError, EOFError):
+            return None  # unreadable or foreign entry: recompute and overwrite
+        if isinstance(table, LexemeSplits) != (kind == "splits"):
+            return None
+        return table
+
+
+_SETS_MAGIC = 0x4B545331  # "KTS1"
+_SPLITS_MAGIC = 0x4B4C5331  # "KLS1"
+_NONE = np.uint32(0xFFFFFFFF)
+
+
+def encode_table(table: Table) -> np.ndarray:
+    """One flat ``uint32`` array holding a table (a tuple of token sets or lexeme splits).
+
+    One array per file keeps a disk hit to a single small ``.npy`` read.
+    Sets: ``[magic, V, n, n_dense, nnz, counts[n], dense_of[n], ptr[n+1], ids[nnz], dense[n_dense*W]]``;
+    splits: ``[magic, V, n, token_ids[n], offsets[n]]``.
+    """
+    if isinstance(table, LexemeSplits):
+        head = np.array([_SPLITS_MAGIC, table.vocab_size, table.count], dtype=np.uint32)
+        return np.concatenate([head, table.token_ids.astype(np.uint32), table.offsets.astype(np.uint32)])
+    vocab_size = table[0].vocab_size if table else 0
+    dense = [s.bits for s in table if s.bits is not None]
+    dense_of = np.full(len(table), _NONE, dtype=np.uint32)
+    dense_of[[i for i, s in enumerate(table) if s.is_dense]] = np.arange(len(dense), dtype=np.uint32)
+    ids = [s.ids if s.ids is not None else np.zeros(0, np.int32) for s in table]
+    ptr = np.zeros(len(table) + 1, dtype=np.uint32)
+    np.cumsum([x.size for x in ids], out=ptr[1:])
+    head = np.array([_SETS_MAGIC, vocab_size, len(table), len(dense), int(ptr[-1])], dtype=np.uint32)
+    parts = [head, np.array([s.count for s in table], dtype=np.uint32), dense_of, ptr, *ids, *dense]
+    return np.concatenate([np.asarray(p).astype(np.uint32, copy=False).ravel() for p in parts])
+
+
+def decode_table(blob: np.ndarray) -> Table:
+    """Inverse of :func:`encode_table`; raises ``ValueError`` on malformed input."""
+    blob = np.asarray(blob)
+    if blob.dtype != np.uint32 or blob.ndim != 1 or blob.size < 3:
+        raise ValueError("not a token table")
+    magic, vocab_size, n = (int(x) for x in blob[:3])
+    if magic == _SPLITS_MAGIC:
+        if blob.size != 3 + 2 * n:
+            raise ValueError("lexeme splits: wrong length")
+        token_ids = blob[3 : 3 + n].astype(np.int32)
+        offsets = blob[3 + n :].astype(np.int32)
+        if n and int(token_ids.max()) >= vocab_size:
+            raise ValueError("lexeme splits: token id out of range")
+        token_ids.setflags(write=False)
+        offsets.setflags(write=False)
+        return LexemeSplits(vocab_size, token_ids, offsets)
+    if magic != _SETS_MAGIC or blob.size < 5:
+        raise ValueError("not a token table")
+    n_dense, nnz = int(blob[3]), int(blob[4])
+    w = words_for(vocab_size)
+    at = 5
+    counts, dense_of, ptr = blob[at : at + n], blob[at + n : at + 2 * n], blob[at + 2 * n : at + 3 * n + 1]
+    at += 3 * n + 1
+    if blob.size != at + nnz + n_dense * w or ptr.size != n + 1 or int(ptr[-1]) != nnz:
+        raise ValueError("token table: wrong length")
+    ids = blob[at : at + nnz].astype(np.int32)
+    dense = blob[at + nnz :].reshape(n_dense, w).copy()
+    if nnz and int(ids.max()) >= vocab_size or (np.diff(ptr.astype(np.int64)) < 0).any():
+        raise ValueError("token table: malformed ids")
+    ids.setflags(write=False)
+    dense.setflags(write=False)
+    out = []
+    for i in range(n):
+        if dense_of[i] != _NONE:
+            if int(dense_of[i]) >= n_dense:
+                raise ValueError("token table: bad dense row")
+            out.append(TokenSet(vocab_size, int(counts[i]), bits=dense[int(dense_of[i])]))
+        else:
+            sl = ids[int(ptr[i]) : int(ptr[i + 1])]
+            if sl.size != counts[i]:
+                raise ValueError("token table: count mismatch")
+            out.append(TokenSet(vocab_size, int(counts[i]), ids=sl))
+    return tuple(out)

@@ -1,0 +1,120 @@
+"""Token tables of byte DFAs over a vocabulary (see DESIGN.md, "token tables").
+
+With ``t`` a non-empty token, ``δ*`` the DFA walk (-1 dead) and ``F`` the
+accepting states:
+
+* ``INSIDE[a][q] = {t : δ_a*(q, t) != -1}``
+* ``CROSS[a,b][q] = {t : ∃ 1 <= k < len(t): δ_a*(q, t[:k]) ∈ F_a and δ_b*(0, t[k:]) != -1}``
+* ``HASLEX_b[t, k] = ∃ k < j < len(t): δ_b*(0, t[k:j]) ∈ F_b`` (:class:`LexemeSplits`)
+* ``DEEP[a; B][q] = {t : ∃ 1 <= k, k + 1 < len(t): δ_a*(q, t[:k]) ∈ F_a and ∃ b ∈ B: HASLEX_b[t, k]}``
+
+``vocab`` may be a vocabulary or an already built :class:`TokenTrie`.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from .dfa_walk import DFALike, accept_events, lexeme_ends, suffixes_alive, walk
+from .token_sets import DEFAULT_SPARSE_LIMIT, TokenSet, sets_from_pairs
+from .token_trie import TokenTrie, VocabularyLike, trie_for
+
+
+def as_trie(vocab: VocabularyLike | TokenTrie) -> TokenTrie:
+    return vocab if isinstance(vocab, TokenTrie) else trie_for(vocab)
+
+
+def _n_states(dfa: DFALike) -> int:
+    return int(np.asarray(dfa.transitions).shape[0])
+
+
+def inside_sets(
+    dfa: DFALike, vocab: VocabularyLike | TokenTrie, sparse_limit: int = DEFAULT_SPARSE_LIMIT
+) -> tuple[TokenSet, ...]:
+    """``INSIDE[dfa][q]`` for every state ``q``."""
+    trie = as_trie(vocab)
+    result = walk(trie, dfa, inside=True)
+    return sets_from_pairs(
+        result.inside_states, result.inside_tokens, _n_states(dfa), trie.vocab_size, sparse_limit
+    )
+
+
+def cross_sets(
+    dfa_a: DFALike,
+    dfa_b: DFALike,
+    vocab: VocabularyLike | TokenTrie,
+    sparse_limit: int = DEFAULT_SPARSE_LIMIT,
+) -> tuple[TokenSet, ...]:
+    """``CROSS[a, b][q]`` for every state ``q`` of ``dfa_a``."""
+    trie = as_trie(vocab)
+    events = accept_events(trie, dfa_a)
+    ev, rows = events.candidates(trie, min_rest=1)
+    ok = suffixes_alive(trie, dfa_b, rows, events.depth[ev].astype(np.int64))
+    owner, states = events.expand_states(ev[ok])
+    tokens = trie.row_ids[rows[ok][owner]]
+    return sets_from_pairs(states, tokens, _n_states(dfa_a), trie.vocab_size, sparse_limit)
+
+
+@dataclass(frozen=True, eq=False)
+class LexemeSplits:
+    """The true entries of ``HASLEX_b``: pairs (token id, k), sorted."""
+
+    vocab_size: int
+    token_ids: np.ndarray  # int32 [n]
+    offsets: np.ndarray  # int32 [n]
+
+    @property
+    def count(self) -> int:
+        return int(self.token_ids.shape[0])
+
+    def keys(self, stride: int) -> np.ndarray:
+        """``token * stride + k`` (int64, sorted); ``stride`` must exceed every ``k``."""
+        return self.token_ids.astype(np.int64) * stride + self.offsets
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, LexemeSplits):
+            return NotImplemented
+        return (
+            self.vocab_size == other.vocab_size
+            and np.array_equal(self.token_ids, other.token_ids)
+            and np.array_equal(self.offsets, other.offsets)
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def lexeme_splits(dfa_b: DFALike, vocab: VocabularyLike | TokenTrie) -> LexemeSplits:
+    """``HASLEX_b``: where a non-empty lexeme of ``dfa_b`` starts and ends strictly inside a token."""
+    trie = as_trie(vocab)
+    rows, ks = lexeme_ends(trie, dfa_b)
+    tokens = trie.row_ids[rows].astype(np.int64)
+    order = np.lexsort((ks, tokens))
+    token_ids = tokens[order].astype(np.int32)
+    offsets = ks[order].astype(np.int32)
+    token_ids.setflags(write=False)
+    offsets.setflags(write=False)
+    return LexemeSplits(trie.vocab_size, token_ids, offsets)
+
+
+def deep_sets(
+    dfa_a: DFALike,
+    splits: Sequence[LexemeSplits],
+    vocab: VocabularyLike | TokenTrie,
+    sparse_limit: int = DEFAULT_SPARSE_LIMIT,
+) -> tuple[TokenSet, ...]:
+    """``DEEP[a; B][q]`` for every state ``q`` of ``dfa_a``, B given by its splits."""
+    trie = as_trie(vocab)
+    n = _n_states(dfa_a)
+    if not any(s.count for s in splits):
+        return tuple(TokenSet.empty(trie.vocab_size) for _ in range(n))
+    has_lexeme = np.zeros(trie.flat.shape[0], dtype=bool)  # indexed by flat byte position
+    for s in splits:
+        has_lexeme[trie.row_start[trie.row_of_id[s.token_ids]] + s.offsets] = True
+    events = accept_events(trie, dfa_a)
+    ev, rows = events.candidates(trie, min_rest=2)
+    ok = has_lexeme[trie.row_start[rows] + events.depth[ev]]
+    owner, states = events.expand_states(ev[ok])
+    tokens = trie.row_ids[rows[ok][owner]]
+    return sets_from_pairs(states, tokens, n, trie.vocab_size, sparse_limit)

@@ -1,0 +1,347 @@
+"""Finite automata over Unicode code points, for the few set operations a
+schema needs (``pattern`` with ``minLength``, keys left to
+``additionalProperties``, ``propertyNames``...) and back to a regex.
+
+Everything is bounded (``MAX_STATES``, ``MAX_REGEX_SIZE``); beyond the bounds
+a ``GrammarError`` is raised rather than letting a schema blow up.
+"""
+from __future__ import annotations
+
+from bisect import bisect_right
+from dataclasses import dataclass
+from typing import Iterable, Optional
+
+from ...errors import GrammarError
+from ...ir import Alternation, CharClass, Concat, Literal, RegExpr, Repeat
+from . import _charset as cs
+from ._rx import EPS, Rx, alt, seq, size, star
+
+MAX_NFA_STATES = 200_000
+MAX_STATES = 20_000
+MAX_REGEX_SIZE = 200_000
+
+
+class _NFA:
+    def __init__(self) -> None:
+        self.eps: list[list[int]] = []
+        self.edges: list[list[tuple[cs.Ranges, int]]] = []
+
+    def new(self) -> int:
+        if len(self.eps) >= MAX_NFA_STATES:
+            raise GrammarError("regular expression too large to combine (NFA state limit)")
+        self.eps.append([])
+        self.edges.append([])
+        return len(self.eps) - 1
+
+    def build(self, x: Rx) -> tuple[int, int]:
+        s, t = self.new(), self.new()
+        if x is None:
+            return s, t
+        if isinstance(x, CharClass):
+            if x.ranges:
+                self.edges[s].append((cs.norm(x.ranges), t))
+        elif isinstance(x, Literal):
+            cur = s
+            for ch in x.value.decode("utf-8"):
+                nxt = self.new()
+                self.edges[cur].append((cs.single(ord(ch)), nxt))
+                cur = nxt
+            self.eps[cur].append(t)
+        elif isinstance(x, Concat):
+            cur = s
+            for p in x.parts:
+                a, b = self.build(p)
+                self.eps[cur].append(a)
+                cur = b
+            self.eps[cur].append(t)
+        elif isinstance(x, Alternation):
+            for o in x.options:
+                a, b = self.build(o)
+                self.eps[s].append(a)
+                self.eps[b].append(t)
+        elif isinstance(x, Repeat):
+            cur = s
+            for _ in range(x.min):
+                a, b = self.build(x.item)
+                self.eps[cur].append(a)
+                cur = b
+            if x.max is None:
+                a, b = self.build(x.item)
+                self.eps[cur].append(a)
+                self.eps[b].append(cur)
+                self.eps[cur].append(t)
+            else:
+                for _ in range(x.max - x.min):
+                    self.eps[cur].append(t)
+                    a, b = self.build(x.item)
+                    self.eps[cur].append(a)
+                    cur = b
+                self.eps[cur].append(t)
+        else:
+            raise TypeError(f"cannot build an automaton from {type(x).__name__}")
+        return s, t
+
+    def closure(self, states: Iterable[int]) -> frozenset[int]:
+        seen = set(states)
+        stack = list(seen)
+        while stack:
+            for n in self.eps[stack.pop()]:
+                if n not in seen:
+                    seen.add(n)
+                    stack.append(n)
+        return frozenset(seen)
+
+
+@dataclass
+class DFA:
+    """``trans[state][symbol]`` is the next state or -1; start state 0."""
+
+    symbols: list[cs.Ranges]
+    trans: list[list[int]]
+    accept: list[bool]
+
+    @property
+    def n(self) -> int:
+        return len(self.trans)
+
+
+def _alphabet(labels: list[cs.Ranges]) -> tuple[list[cs.Ranges], dict[cs.Ranges, list[int]]]:
+    """Partition the code space into symbols; map each label to its symbols."""
+    bounds = {0, cs.MAX_CP + 1}
+    for lab in labels:
+        for a, b in lab:
+            bounds.add(a)
+            bounds.add(b + 1)
+    cuts = sorted(bounds)
+    sig_of: dict[tuple[int, ...], list[tuple[int, int]]] = {}
+    uniq = list(dict.fromkeys(labels))
+    starts = [[r[0] for r in lab] for lab in uniq]
+    for a, nxt in zip(cuts, cuts[1:]):
+        b = nxt - 1
+        sig = tuple(
+            i for i, lab in enumerate(uniq)
+            if (k := bisect_right(starts[i], a) - 1) >= 0 and lab[k][1] >= a
+        )
+        sig_of.setdefault(sig, []).append((a, b))
+    symbols: list[cs.Ranges] = []
+    of_label: dict[cs.Ranges, list[int]] = {lab: [] for lab in uniq}
+    for sig, rs in sig_of.items():
+        rng = cs.norm(rs)
+        if not rng:
+            continue
+        symbols.append(rng)
+        for i in sig:
+            of_label[uniq[i]].append(len(symbols) - 1)
+    return symbols, of_label
+
+
+def compile_many(exprs: list[Rx]) -> list[DFA]:
+    """Deterministic automata for ``exprs``, all over one shared alphabet."""
+    nfa = _NFA()
+    ends = [nfa.build(x) for x in exprs]
+    labels = [lab for edges in nfa.edges for lab, _ in edges]
+    symbols, of_label = _alphabet(labels)
+    moves: list[list[tuple[list[int], int]]] = [
+        [(of_label[lab], t) for lab, t in edges] for edges in nfa.edges
+    ]
+    out = []
+    for start, final in ends:
+        init = nfa.closure([start])
+        index = {init: 0}
+        order = [init]
+        trans: list[list[int]] = []
+        accept: list[bool] = []
+        i = 0
+        while i < len(order):
+            cur = order[i]
+            i += 1
+            accept.append(final in cur)
+            succ: dict[int, set[int]] = {}
+            for s in cur:
+                for syms, t in moves[s]:
+                    for a in syms:
+                        succ.setdefault(a, set()).add(t)
+            row = [-1] * len(symbols)
+            for a, targets in succ.items():
+                nxt = nfa.closure(targets)
+                j = index.get(nxt)
+                if j is None:
+                    if len(order) >= MAX_STATES:
+                        raise GrammarError("regular expression too large to combine (DFA state limit)")
+                    j = index[nxt] = len(order)
+                    order.append(nxt)
+                row[a] = j
+            trans.append(row)
+        out.append(DFA(symbols, trans, accept))
+    return out
+
+
+def complement(d: DFA) -> DFA:
+    n = d.n
+    trans = [[t if t >= 0 else n for t in row] for row in d.trans]
+    trans.append([n] * len(d.symbols))
+    accept = [not a for a in d.accept] + [True]
+    return DFA(d.symbols, trans, accept)
+
+
+def intersect(a: DFA, b: DFA) -> DFA:
+    assert a.symbols is b.symbols or a.symbols == b.symbols
+    index = {(0, 0): 0}
+    order = [(0, 0)]
+    trans: list[list[int]] = []
+    accept: list[bool] = []
+    i = 0
+    while i < len(order):
+        p, q = order[i]
+        i += 1
+        accept.append(a.accept[p] and b.accept[q])
+        row = []
+        for s in range(len(a.symbols)):
+            x, y = a.trans[p][s], b.trans[q][s]
+            if x < 0 or y < 0:
+                row.append(-1)
+                continue
+            j = index.get((x, y))
+            if j is None:
+                if len(order) >= MAX_STATES:
+                    raise GrammarError("regular expressions too large to intersect (DFA state limit)")
+                j = index[(x, y)] = len(order)
+                order.append((x, y))
+            row.append(j)
+        trans.append(row)
+    return DFA(a.symbols, trans, accept)
+
+
+def trim(d: DFA) -> Optional[DFA]:
+    """Keep states reachable from the start and co-reachable to acceptance; None if empty."""
+    rev: list[list[int]] = [[] for _ in range(d.n)]
+    for p, row in enumerate(d.trans):
+        for t in row:
+            if t >= 0:
+                rev[t].append(p)
+    live = {q for q in range(d.n) if d.accept[q]}
+    stack = list(live)
+    while stack:
+        for p in rev[stack.pop()]:
+            if p not in live:
+                live.add(p)
+                stack.append(p)
+    if 0 not in live:
+        return None
+    reach = {0}
+    stack = [0]
+    while stack:
+        for t in d.trans[stack.pop()]:
+            if t >= 0 and t in live and t not in reach:
+                reach.add(t)
+                stack.append(t)
+    keep = sorted(reach)
+    new = {q: i for i, q in enumerate(keep)}
+    trans = [[new.get(t, -1) if t >= 0 else -1 for t in d.trans[q]] for q in keep]
+    return DFA(d.symbols, trans, [d.accept[q] for q in keep])
+
+
+def minimize(d: DFA) -> Optional[DFA]:
+    """Trim, then merge equivalent states (Moore refinement)."""
+    t = trim(d)
+    if t is None:
+        return None
+    block = [1 if a else 0 for a in t.accept]
+    nblocks = len(set(block))
+    while True:
+        sigs: dict[tuple[int, ...], int] = {}
+        new_block = []
+        for q in range(t.n):
+            key = (block[q],) + tuple(block[x] if x >= 0 else -1 for x in t.trans[q])
+            new_block.append(sigs.setdefault(key, len(sigs)))
+        if len(sigs) == nblocks:
+            break
+        block, nblocks = new_block, len(sigs)
+    # renumber so the start state is 0
+    order: dict[int, int] = {}
+    for q in range(t.n):
+        order.setdefault(block[q], len(order))
+    trans: list[list[int]] = [[] for _ in order]
+    accept = [False] * len(order)
+    for q in range(t.n):
+        b = order[block[q]]
+        trans[b] = [order[block[x]] if x >= 0 else -1 for x in t.trans[q]]
+        accept[b] = t.accept[q]
+    return DFA(t.symbols, trans, accept)
+
+
+def _alt_cc(a: Rx, b: Rx) -> Rx:
+    """Union that merges character classes."""
+    if isinstance(a, CharClass) and isinstance(b, CharClass):
+        return CharClass(cs.union(a.ranges, b.ranges))
+    return alt(a, b)
+
+
+def to_regex(d: Optional[DFA]) -> Rx:
+    """A regular expression for the language of ``d`` (state elimination)."""
+    if d is None:
+        return None
+    n = d.n
+    S, F = n, n + 1
+    edge: dict[tuple[int, int], Rx] = {(S, 0): EPS}
+    for q in range(n):
+        if d.accept[q]:
+            edge[(q, F)] = EPS
+        targets: dict[int, list[tuple[int, int]]] = {}
+        for sym, t in enumerate(d.trans[q]):
+            if t >= 0:
+                targets.setdefault(t, []).extend(d.symbols[sym])
+        for t, rs in targets.items():
+            edge[(q, t)] = CharClass(cs.norm(rs))
+    succ: dict[int, set[int]] = {q: set() for q in range(n + 2)}
+    pred: dict[int, set[int]] = {q: set() for q in range(n + 2)}
+    for p, q in edge:
+        succ[p].add(q)
+        pred[q].add(p)
+    remaining = set(range(n))
+    while remaining:
+        k = min(remaining, key=lambda s: (len(pred[s] - {s}) * len(succ[s] - {s}), s))
+        remaining.discard(k)
+        loop = edge.pop((k, k), None)
+        mid = star(loop) if loop is not None else EPS
+        ins = [p for p in pred[k] if p != k]
+        outs = [q for q in succ[k] if q != k]
+        for p in ins:
+            for q in outs:
+                path = seq(edge[(p, k)], mid, edge[(k, q)])
+                edge[(p, q)] = _alt_cc(edge.get((p, q)), path)
+                succ[p].add(q)
+                pred[q].add(p)
+                if size(edge[(p, q)]) > MAX_REGEX_SIZE:
+                    raise GrammarError("combined regular expression too large")
+        for p in ins:
+            edge.pop((p, k), None)
+            succ[p].discard(k)
+        for q in outs:
+            edge.pop((k, q), None)
+            pred[q].discard(k)
+        succ[k].clear()
+        pred[k].clear()
+    return edge.get((S, F))
+
+
+def combine(base: Rx, keep: list[Rx] = (), drop: list[Rx] = ()) -> Rx:  # type: ignore[assignment]
+    """``base ∩ keep[0] ∩ ... − drop[0] − ...`` as a regex (None when empty)."""
+    if base is None or any(k is None for k in keep):
+        return None
+    drop = [x for x in drop if x is not None]
+    if not keep and not drop:
+        return base
+    dfas = compile_many([base, *keep, *drop])
+    acc: Optional[DFA] = dfas[0]
+    for k in dfas[1 : 1 + len(keep)]:
+        acc = minimize(intersect(acc, k)) if acc is not None else None
+    for x in dfas[1 + len(keep) :]:
+        if acc is None:
+            break
+        acc = minimize(intersect(acc, complement(x)))
+    return to_regex(acc)
+
+
+def is_empty(x: Rx) -> bool:
+    return x is None or trim(compile_many([x])[0]) is None

@@ -1,0 +1,264 @@
+"""Conjunctions of subschemas ("atoms") and their merged constraints.
+
+A value rule stands for the conjunction of a set of atoms; an atom is a
+subschema (by JSON pointer) minus the applicator keywords already taken
+apart. ``$ref`` and ``allOf`` are flattened into more atoms, ``anyOf`` and
+``oneOf`` are distributed (one rule per branch), and what is left is merged
+keyword by keyword (``merge``). Because atoms are pointers into the original
+document, the set of possible conjunctions is finite and recursive schemas
+terminate.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any, Optional
+
+from ._document import IGNORED, TYPES, UNSUPPORTED, Document, child
+
+Atom = tuple[str, frozenset[str]]
+ALL_TYPES = frozenset({"null", "boolean", "object", "array", "string", "int", "frac"})
+_TYPE_MAP = {
+    "null": {"null"}, "boolean": {"boolean"}, "object": {"object"}, "array": {"array"},
+    "string": {"string"}, "integer": {"int"}, "number": {"int", "frac"},
+}
+APPLICATORS = ("$ref", "allOf", "anyOf", "oneOf")
+
+
+class Unsatisfiable(Exception):
+    """The conjunction contains the ``false`` schema."""
+
+
+@dataclass
+class ObjectPart:
+    pointer: str
+    props: dict[str, str] = field(default_factory=dict)  # name -> pointer
+    patterns: list[tuple[str, str]] = field(default_factory=list)  # (regex, pointer)
+    additional: Optional[str] = None  # pointer, None when absent
+    names: Optional[str] = None  # propertyNames pointer
+
+
+@dataclass
+class ArrayPart:
+    pointer: str
+    prefix: list[str] = field(default_factory=list)
+    rest: Optional[str] = None  # pointer, None when absent
+
+
+Bound = Optional[tuple[Decimal, bool]]  # (value, exclusive)
+
+
+@dataclass
+class Merged:
+    """Every constraint of a flattened conjunction."""
+
+    atoms: tuple[Atom, ...]
+    types: set[str] = field(default_factory=lambda: set(ALL_TYPES))
+    enums: list[tuple[list[Any], str]] = field(default_factory=list)
+    lo: Bound = None
+    hi: Bound = None
+    multiple_of: list[tuple[Decimal, str]] = field(default_factory=list)
+    min_len: int = 0
+    max_len: Optional[int] = None
+    patterns: list[tuple[str, str]] = field(default_factory=list)
+    formats: list[tuple[str, str]] = field(default_factory=list)
+    arrays: list[ArrayPart] = field(default_factory=list)
+    min_items: int = 0
+    max_items: Optional[int] = None
+    unique: Optional[str] = None
+    objects: list[ObjectPart] = field(default_factory=list)
+    required: list[str] = field(default_factory=list)
+    min_props: int = 0
+    max_props: Optional[int] = None
+
+
+def expand(doc: Document, atoms: Any) -> tuple[Atom, ...]:
+    """Flatten ``$ref`` and ``allOf``; raises ``Unsatisfiable`` on ``false``."""
+    out: list[Atom] = []
+    seen: set[Atom] = set()
+    work = list(reversed(list(atoms)))
+    while work:
+        a = work.pop()
+        if a in seen:
+            continue
+        seen.add(a)
+        ptr, skip = a
+        sch = doc.resolve(ptr)
+        if sch is True:
+            continue
+        if sch is False:
+            raise Unsatisfiable(ptr)
+        if not isinstance(sch, dict):
+            raise doc.fail("a schema must be an object or a boolean", ptr)
+        if "$ref" in sch and "$ref" not in skip:
+            target = doc.ref_target(sch["$ref"], ptr)
+            if doc.draft7:  # draft 7 and older: siblings of $ref are ignored
+                work.append((target, frozenset()))
+                continue
+            work.append((target, frozenset()))
+            work.append((ptr, skip | {"$ref"}))
+            continue
+        if "allOf" in sch and "allOf" not in skip:
+            branches = sch["allOf"]
+            if not isinstance(branches, list) or not branches:
+                raise doc.fail("'allOf' must be a non-empty array", child(ptr, "allOf"))
+            for i in reversed(range(len(branches))):
+                work.append((child(ptr, "allOf", i), frozenset()))
+            work.append((ptr, skip | {"allOf"}))
+            continue
+        out.append(a)
+    return tuple(out)
+
+
+def first_choice(doc: Document, atoms: tuple[Atom, ...]) -> Optional[tuple[int, str, int]]:
+    """(atom index, keyword, branch count) of the first ``anyOf``/``oneOf`` left."""
+    for i, (ptr, skip) in enumerate(atoms):
+        sch = doc.resolve(ptr)
+        for kw in ("anyOf", "oneOf"):
+            if kw in sch and kw not in skip:
+                branches = sch[kw]
+                if not isinstance(branches, list) or not branches:
+                    raise doc.fail(f"'{kw}' must be a non-empty array", child(ptr, kw))
+                return i, kw, len(branches)
+    return None
+
+
+def _num(doc: Document, v: Any, ptr: str) -> Decimal:
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise doc.fail("expected a number", ptr)
+    return Decimal(v) if isinstance(v, int) else Decimal(repr(v))
+
+
+def _count(doc: Document, v: Any, ptr: str) -> int:
+    if isinstance(v, float) and v.is_integer():
+        v = int(v)
+    if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+        raise doc.fail("expected a non-negative integer", ptr)
+    return v
+
+
+def _tighter_lo(a: Bound, b: Bound) -> Bound:
+    if a is None:
+        return b
+    if b is None:
+        return a
+    if a[0] != b[0]:
+        return a if a[0] > b[0] else b
+    return (a[0], a[1] or b[1])
+
+
+def _tighter_hi(a: Bound, b: Bound) -> Bound:
+    if a is None:
+        return b
+    if b is None:
+        return a
+    if a[0] != b[0]:
+        return a if a[0] < b[0] else b
+    return (a[0], a[1] or b[1])
+
+
+def merge(doc: Document, atoms: tuple[Atom, ...]) -> Merged:
+    """Merge the keywords of flattened atoms (no applicators left)."""
+    m = Merged(atoms)
+    for ptr, skip in atoms:
+        sch = doc.resolve(ptr)
+        obj: Optional[ObjectPart] = None
+        arr: Optional[ArrayPart] = None
+        for kw, arg in sch.items():
+            if kw in skip or kw in IGNORED or kw in APPLICATORS:
+                continue
+            at = child(ptr, kw)
+            if kw in UNSUPPORTED:
+                doc.problem(f"unsupported keyword '{kw}'", at)
+            elif kw == "type":
+                names = arg if isinstance(arg, list) else [arg]
+                allowed: set[str] = set()
+                for t in names:
+                    if t not in TYPES:
+                        raise doc.fail(f"unknown type {t!r}", at)
+                    allowed |= _TYPE_MAP[t]
+                m.types &= allowed
+            elif kw in ("enum", "const"):
+                values = [arg] if kw == "const" else arg
+                if not isinstance(values, list):
+                    raise doc.fail("'enum' must be an array", at)
+                m.enums.append((values, at))
+            elif kw in ("minimum", "exclusiveMinimum"):
+                if isinstance(arg, bool):  # draft 4 boolean form
+                    continue
+                excl = kw == "exclusiveMinimum" or sch.get("exclusiveMinimum") is True
+                m.lo = _tighter_lo(m.lo, (_num(doc, arg, at), excl))
+            elif kw in ("maximum", "exclusiveMaximum"):
+                if isinstance(arg, bool):
+                    continue
+                excl = kw == "exclusiveMaximum" or sch.get("exclusiveMaximum") is True
+                m.hi = _tighter_hi(m.hi, (_num(doc, arg, at), excl))
+            elif kw == "multipleOf":
+                v = _num(doc, arg, at)
+                if v <= 0:
+                    raise doc.fail("'multipleOf' must be positive", at)
+                m.multiple_of.append((v, at))
+            elif kw == "minLength":
+                m.min_len = max(m.min_len, _count(doc, arg, at))
+            elif kw == "maxLength":
+                n = _count(doc, arg, at)
+                m.max_len = n if m.max_len is None else min(m.max_len, n)
+            elif kw == "pattern":
+                if not isinstance(arg, str):
+                    raise doc.fail("'pattern' must be a string", at)
+                m.patterns.append((arg, at))
+            elif kw == "format":
+                if isinstance(arg, str):
+                    m.formats.append((arg, at))
+            elif kw in ("items", "prefixItems", "additionalItems"):
+                if arr is None:
+                    arr = ArrayPart(ptr)
+                    m.arrays.append(arr)
+                if kw == "prefixItems" or (kw == "items" and isinstance(arg, list)):
+                    if not isinstance(arg, list):
+                        raise doc.fail("'prefixItems' must be an array", at)
+                    if kw == "prefixItems" and isinstance(sch.get("items"), list):
+                        raise doc.fail("array-form 'items' together with 'prefixItems'", at)
+                    arr.prefix = [child(at, i) for i in range(len(arg))]
+                    if kw == "items" and "additionalItems" in sch and "additionalItems" not in skip:
+                        arr.rest = child(ptr, "additionalItems")
+                elif kw == "items":
+                    arr.rest = at
+                # additionalItems only matters next to array-form items (handled above)
+            elif kw == "minItems":
+                m.min_items = max(m.min_items, _count(doc, arg, at))
+            elif kw == "maxItems":
+                n = _count(doc, arg, at)
+                m.max_items = n if m.max_items is None else min(m.max_items, n)
+            elif kw == "uniqueItems":
+                if arg is True:
+                    m.unique = at
+            elif kw in ("properties", "patternProperties", "additionalProperties", "propertyNames"):
+                if obj is None:
+                    obj = ObjectPart(ptr)
+                    m.objects.append(obj)
+                if kw == "properties":
+                    if not isinstance(arg, dict):
+                        raise doc.fail("'properties' must be an object", at)
+                    obj.props = {k: child(at, k) for k in arg}
+                elif kw == "patternProperties":
+                    if not isinstance(arg, dict):
+                        raise doc.fail("'patternProperties' must be an object", at)
+                    obj.patterns = [(k, child(at, k)) for k in arg]
+                elif kw == "additionalProperties":
+                    obj.additional = at
+                else:
+                    obj.names = at
+            elif kw == "required":
+                if not isinstance(arg, list) or not all(isinstance(x, str) for x in arg):
+                    raise doc.fail("'required' must be an array of strings", at)
+                for name in arg:
+                    if name not in m.required:
+                        m.required.append(name)
+            elif kw == "minProperties":
+                m.min_props = max(m.min_props, _count(doc, arg, at))
+            elif kw == "maxProperties":
+                n = _count(doc, arg, at)
+                m.max_props = n if m.max_props is None else min(m.max_props, n)
+            # anything else is an unknown keyword: an annotation, ignored
+    return m

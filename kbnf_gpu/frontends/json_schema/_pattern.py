@@ -1,0 +1,365 @@
+"""JSON Schema ``pattern`` regexes -> regular languages over decoded code points.
+
+A schema regex is ECMA-262, but validators (python ``jsonschema`` included)
+run it with their host engine. We accept the syntax both agree on and compute
+two languages per pattern, in search semantics (``re.search``):
+
+* ``under``: a subset of what both ECMA-262 and Python accept (``\\d`` is
+  ASCII, ``.`` excludes all ECMA line terminators, ``$`` is the end of the
+  string). Used where matching must imply validity.
+* ``over``: a superset of what both accept (``\\d`` is any Unicode decimal,
+  ``.`` excludes only ``\\n``, ``$`` may precede a final ``\\n``). Used where
+  *not* matching must imply validity (keys left to ``additionalProperties``).
+
+Unanchored ends get ``.*``: ``^A|B$`` accepts ``"Ax"`` and ``"xB"``. Anchors may appear anywhere outside repetitions.
+Rejected with ``PatternError``: lookaround, backreferences, ``\\b``,
+inline flags, possessive repeats, and syntax that the two dialects read
+differently (``[]``, ``{,n}``, ``\\a``...).
+"""
+from __future__ import annotations
+
+import re
+from typing import Optional
+
+from . import _charset as cs
+from ._rx import EPS, Rx, alt, cc, nullable, opt, rep, seq, star
+
+MAX_GROUP_DEPTH = 100
+MAX_REPEAT = 1000
+_BRACE = re.compile(r"\{(\d+)(,(\d*))?\}")
+_BRACE_AMBIGUOUS = re.compile(r"\{,\d*\}")
+
+
+class PatternError(ValueError):
+    """An unsupported or invalid regex; ``pos`` is an offset into the pattern."""
+
+    def __init__(self, message: str, pos: int) -> None:
+        super().__init__(f"{message} at offset {pos}")
+        self.pos = pos
+
+
+# Intermediate tree: ("set", under, over) | ("cat", [..]) | ("alt", [..])
+# | ("rep", node, lo, hi) | ("bol",) | ("eol",)
+Node = tuple
+
+_ECMA_SPACE = cs.norm(
+    [(9, 13), (32, 32), (0xA0, 0xA0), (0x1680, 0x1680), (0x2000, 0x200A), (0x2028, 0x2029),
+     (0x202F, 0x202F), (0x205F, 0x205F), (0x3000, 0x3000), (0xFEFF, 0xFEFF)]
+)
+_ASCII_D = ((0x30, 0x39),)
+_ASCII_W = cs.of_chars("_") + ((0x30, 0x39), (0x41, 0x5A), (0x61, 0x7A))
+_ASCII_W = cs.norm(_ASCII_W)
+
+
+def _class_escape(letter: str) -> tuple[cs.Ranges, cs.Ranges]:
+    """(under, over) of ``\\d \\w \\s`` and their negations."""
+    low = letter.lower()
+    if low == "d":
+        pos_under, pos_over = _ASCII_D, cs.unicode_class("d")
+    elif low == "w":
+        pos_under, pos_over = _ASCII_W, cs.unicode_class("w")
+    else:
+        py = cs.unicode_class("s")
+        pos_under, pos_over = cs.intersect(_ECMA_SPACE, py), cs.union(_ECMA_SPACE, py)
+    if letter.islower():
+        return pos_under, pos_over
+    return cs.complement(pos_over), cs.complement(pos_under)
+
+
+_SIMPLE_ESCAPES = {"n": 10, "r": 13, "t": 9, "f": 12, "v": 11}
+_DOT_UNDER = cs.complement(cs.of_chars("\n\r\u2028\u2029"))
+_DOT_OVER = cs.complement(cs.of_chars("\n"))
+
+
+class _Parser:
+    def __init__(self, src: str) -> None:
+        self.s = src
+        self.i = 0
+
+    def error(self, msg: str, pos: Optional[int] = None) -> PatternError:
+        return PatternError(msg, self.i if pos is None else pos)
+
+    def peek(self) -> str:
+        return self.s[self.i] if self.i < len(self.s) else ""
+
+    def parse(self) -> Node:
+        node = self.alternation(0)
+        if self.i < len(self.s):
+            raise self.error("unbalanced ')'")
+        return node
+
+    def alternation(self, depth: int) -> Node:
+        if depth > MAX_GROUP_DEPTH:
+            raise self.error("groups nested too deeply")
+        branches = [self.concat(depth)]
+        while self.peek() == "|":
+            self.i += 1
+            branches.append(self.concat(depth))
+        return branches[0] if len(branches) == 1 else ("alt", branches)
+
+    def concat(self, depth: int) -> Node:
+        items: list[Node] = []
+        while self.i < len(self.s) and self.peek() not in "|)":
+            start = self.i
+            atom = self.atom(depth)
+            items.append(self.quantified(atom, start))
+        return ("cat", items)
+
+    def quantified(self, atom: Node, start: int) -> Node:
+        while True:
+            c = self.peek()
+            bounds = None
+            if c in ("*", "+", "?"):
+                self.i += 1
+                bounds = {"*": (0, None), "+": (1, None), "?": (0, 1)}[c]
+            elif c == "{":
+                bounds = self._brace_quantifier()
+            if bounds is None:
+                return atom
+            lo, hi = bounds
+            if atom[0] in ("bol", "eol"):
+                raise self.error("quantified anchor", start)
+            if self.peek() == "?":
+                self.i += 1
+            elif self.peek() == "+":
+                raise self.error("possessive quantifier is unsupported")
+            if hi is not None and hi < lo:
+                raise self.error("bad repeat bounds")
+            if lo > MAX_REPEAT or (hi is not None and hi > MAX_REPEAT):
+                raise self.error(f"repeat bound above {MAX_REPEAT}")
+            atom = ("rep", atom, lo, hi)
+
+    def _brace_quantifier(self) -> Optional[tuple[int, Optional[int]]]:
+        """Parse ``{n}``, ``{n,}``, ``{n,m}`` at ``self.i``; None if it is a literal brace."""
+        m = _BRACE.match(self.s, self.i)
+        if m is None:
+            if _BRACE_AMBIGUOUS.match(self.s, self.i):
+                raise self.error("ambiguous brace quantifier '{,n}'")
+            return None
+        self.i = m.end()
+        lo = int(m.group(1))
+        if m.group(2) is None:
+            return lo, lo
+        return lo, (int(m.group(3)) if m.group(3) else None)
+
+    def atom(self, depth: int) -> Node:
+        c = self.peek()
+        start = self.i
+        if c == "(":
+            self.i += 1
+            if self.s.startswith("?:", self.i):
+                self.i += 2
+            elif self.s.startswith("?P<", self.i) or (
+                self.s.startswith("?<", self.i) and not self.s.startswith(("?<=", "?<!"), self.i)
+            ):
+                j = self.s.find(">", self.i)
+                if j < 0:
+                    raise self.error("bad group name")
+                self.i = j + 1
+            elif c == "(" and self.peek() == "?":
+                raise self.error("unsupported group construct (lookaround, flags or extension)", start)
+            inner = self.alternation(depth + 1)
+            if self.peek() != ")":
+                raise self.error("missing ')'", start)
+            self.i += 1
+            return inner
+        if c in "*+?":
+            raise self.error("nothing to repeat")
+        if c == "{" and self._looks_like_quantifier():
+            raise self.error("nothing to repeat")
+        if c == "^":
+            self.i += 1
+            return ("bol",)
+        if c == "$":
+            self.i += 1
+            return ("eol",)
+        if c == ".":
+            self.i += 1
+            return ("set", _DOT_UNDER, _DOT_OVER)
+        if c == "[":
+            return self.char_class()
+        if c == "\\":
+            under, over = self.escape(in_class=False)
+            return ("set", under, over)
+        self.i += 1
+        r = cs.single(ord(c))
+        return ("set", r, r)
+
+    def _looks_like_quantifier(self) -> bool:
+        save = self.i
+        try:
+            return self._brace_quantifier() is not None
+        finally:
+            self.i = save
+
+    def escape(self, in_class: bool) -> tuple[cs.Ranges, cs.Ranges]:
+        start = self.i
+        self.i += 1
+        if self.i >= len(self.s):
+            raise self.error("trailing backslash", start)
+        c = self.s[self.i]
+        self.i += 1
+        if c in "dDwWsS":
+            return _class_escape(c)
+        if c in _SIMPLE_ESCAPES:
+            r = cs.single(_SIMPLE_ESCAPES[c])
+            return r, r
+        if c == "b" and in_class:
+            return cs.single(8), cs.single(8)
+        if c == "0" and not self.peek().isdigit():
+            return cs.single(0), cs.single(0)
+        if c in "xu":
+            n = 2 if c == "x" else 4
+            digits = self.s[self.i : self.i + n]
+            if len(digits) != n or any(d not in "0123456789abcdefABCDEF" for d in digits):
+                raise self.error(f"bad \\{c} escape", start)
+            self.i += n
+            r = cs.single(int(digits, 16))
+            return r, r
+        if c.isalnum() or c == "_":
+            raise self.error(f"unsupported escape '\\{c}'", start)
+        r = cs.single(ord(c))
+        return r, r
+
+    def char_class(self) -> Node:
+        start = self.i
+        self.i += 1
+        negate = self.peek() == "^"
+        if negate:
+            self.i += 1
+        if self.peek() == "]":
+            raise self.error("'[]' / '[^]' mean different things in ECMA-262 and Python", start)
+        under: list[cs.Ranges] = []
+        over: list[cs.Ranges] = []
+        while True:
+            if self.i >= len(self.s):
+                raise self.error("unterminated character class", start)
+            c = self.peek()
+            if c == "]":
+                self.i += 1
+                break
+            lo_item = self.class_atom()
+            if self.peek() == "-" and self.i + 1 < len(self.s) and self.s[self.i + 1] != "]":
+                self.i += 1
+                hi_item = self.class_atom()
+                if lo_item is None or hi_item is None:
+                    raise self.error("class escape used as a range end", start)
+                a, b = lo_item, hi_item
+                if a > b:
+                    raise self.error("bad character range", start)
+                r = cs.norm([(a, b)])
+                under.append(r)
+                over.append(r)
+            elif lo_item is None:
+                u, o = self._last_set
+                under.append(u)
+                over.append(o)
+            else:
+                r = cs.single(lo_item)
+                under.append(r)
+                over.append(r)
+        u, o = cs.union(*under), cs.union(*over)
+        if negate:
+            u, o = cs.complement(o), cs.complement(u)
+        return ("set", u, o)
+
+    def class_atom(self) -> Optional[int]:
+        """A single code point, or None for a class escape (left in ``_last_set``)."""
+        c = self.peek()
+        if c == "\\":
+            nxt = self.s[self.i + 1] if self.i + 1 < len(self.s) else ""
+            u, o = self.escape(in_class=True)
+            if nxt in "dDwWsS":
+                self._last_set = (u, o)
+                return None
+            return u[0][0] if u else 0xD800  # a surrogate escape matches nothing decodable
+        self.i += 1
+        return ord(c)
+
+
+def parse(source: str) -> Node:
+    """Parse a pattern into the intermediate tree (raises ``PatternError``)."""
+    return _Parser(source).parse()
+
+
+# ------------------------------------------------------------ languages
+
+Pieces = dict[tuple[bool, bool], Rx]  # (anchored at start, anchored at end) -> body
+
+
+def _restrict_eps(x: Rx) -> Rx:
+    return EPS if nullable(x) else None
+
+
+def _add(p: Pieces, key: tuple[bool, bool], body: Rx) -> None:
+    if body is not None:
+        p[key] = alt(p.get(key), body)
+
+
+def _pieces(node: Node, over: bool) -> Pieces:
+    kind = node[0]
+    if kind == "set":
+        return {(False, False): cc(node[2] if over else node[1])}
+    if kind == "bol":
+        return {(True, False): EPS}
+    if kind == "eol":
+        return {(False, True): EPS}
+    if kind == "alt":
+        out: Pieces = {}
+        for b in node[1]:
+            for k, v in _pieces(b, over).items():
+                _add(out, k, v)
+        return out
+    if kind == "rep":
+        inner = _pieces(node[1], over)
+        if any(k != (False, False) for k, v in inner.items() if v is not None):
+            if node[3] is not None and node[3] <= 1:
+                out = dict(inner)
+                if node[2] == 0:
+                    _add(out, (False, False), EPS)
+                return out
+            raise PatternError("anchor inside a repeated group is unsupported", 0)
+        return {(False, False): rep(inner.get((False, False)), node[2], node[3])}
+    # concatenation
+    acc: Pieces = {(False, False): EPS}
+    for item in node[1]:
+        nxt = _pieces(item, over)
+        res: Pieces = {}
+        for (sx, ex), bx in acc.items():
+            for (sy, ey), by in nxt.items():
+                if bx is None or by is None:
+                    continue
+                if ex and sy:
+                    if nullable(bx) and nullable(by):
+                        _add(res, (True, True), EPS)
+                elif ex:
+                    if nullable(by):
+                        _add(res, (sx, True), bx)
+                elif sy:
+                    if nullable(bx):
+                        _add(res, (True, ey), by)
+                else:
+                    _add(res, (sx, ey), seq(bx, by))
+        acc = res
+    return acc
+
+
+ANY_STAR = star(cc(cs.ANY))
+
+
+def search_language(tree: Node, over: bool) -> Rx:
+    """Strings (decoded) in which the pattern finds a match."""
+    out: Rx = None
+    for (sa, ea), body in _pieces(tree, over).items():
+        if body is None:
+            continue
+        tail: Rx = ANY_STAR
+        if ea:
+            tail = opt(cc(cs.single(10))) if over else EPS
+        out = alt(out, seq(EPS if sa else ANY_STAR, body, tail))
+    return out
+
+
+def pattern_language(source: str, over: bool = False) -> Rx:
+    """``search_language`` of a pattern source."""
+    return search_language(parse(source), over)

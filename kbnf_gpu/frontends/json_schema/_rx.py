@@ -1,0 +1,112 @@
+"""Small smart constructors over ``ir`` regular expressions.
+
+``None`` stands for the empty language and ``EPS`` for the empty string; the
+constructors simplify around both so generated terminals stay small.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+from ...ir import Alternation, ByteClass, CharClass, Concat, Literal, Pattern, RegExpr, Repeat
+from ._charset import Ranges
+
+Rx = Optional[RegExpr]
+EPS: RegExpr = Concat(())
+
+
+def cc(ranges: Ranges) -> Rx:
+    """One code point out of ``ranges`` (``None`` if there are none)."""
+    return CharClass(tuple(ranges)) if ranges else None
+
+
+def lit(s: str) -> RegExpr:
+    return EPS if not s else Literal(s.encode("utf-8"))
+
+
+def seq(*parts: Rx) -> Rx:
+    out: list[RegExpr] = []
+    for p in parts:
+        if p is None:
+            return None
+        items = p.parts if isinstance(p, Concat) else (p,)
+        for x in items:
+            if out and isinstance(x, Literal) and isinstance(out[-1], Literal):
+                out[-1] = Literal(out[-1].value + x.value)
+            else:
+                out.append(x)
+    return out[0] if len(out) == 1 else Concat(tuple(out))
+
+
+def alt(*options: Rx) -> Rx:
+    out: list[RegExpr] = []
+    seen: set[RegExpr] = set()
+    for o in options:
+        if o is None:
+            continue
+        for x in (o.options if isinstance(o, Alternation) else (o,)):
+            if x not in seen:
+                seen.add(x)
+                out.append(x)
+    if not out:
+        return None
+    return out[0] if len(out) == 1 else Alternation(tuple(out))
+
+
+def rep(x: Rx, lo: int, hi: Optional[int]) -> Rx:
+    if hi is not None and hi < lo:
+        return None
+    if x is None:
+        return EPS if lo == 0 else None
+    if x == EPS or hi == 0:
+        return EPS
+    if lo == 1 and hi == 1:
+        return x
+    return Repeat(x, lo, hi)
+
+
+def opt(x: Rx) -> Rx:
+    if x is None:
+        return EPS
+    if nullable(x):
+        return x
+    return rep(x, 0, 1)
+
+
+def star(x: Rx) -> Rx:
+    return rep(x, 0, None)
+
+
+def nullable(x: Rx) -> bool:
+    if x is None:
+        return False
+    if isinstance(x, (Literal,)):
+        return not x.value
+    if isinstance(x, (CharClass, ByteClass)):
+        return False
+    if isinstance(x, Concat):
+        return all(nullable(p) for p in x.parts)
+    if isinstance(x, Alternation):
+        return any(nullable(p) for p in x.options)
+    if isinstance(x, Repeat):
+        return x.min == 0 or nullable(x.item)
+    if isinstance(x, Pattern):  # pragma: no cover - not produced here
+        raise TypeError("Pattern nodes are opaque")
+    raise TypeError(type(x))
+
+
+def size(x: Rx) -> int:
+    """Number of nodes (a cost measure for generated expressions)."""
+    if x is None:
+        return 1
+    n = 0
+    stack: list[RegExpr] = [x]
+    while stack:
+        e = stack.pop()
+        n += 1
+        if isinstance(e, Concat):
+            stack.extend(e.parts)
+        elif isinstance(e, Alternation):
+            stack.extend(e.options)
+        elif isinstance(e, Repeat):
+            stack.append(e.item)
+    return n

@@ -1,0 +1,215 @@
+"""A small JSON Schema validator for concrete values (enum/const candidates,
+declared property names against ``propertyNames``...).
+
+Follows python ``jsonschema``'s semantics for the keywords it knows (``pattern``
+uses ``re.search``, numbers compare exactly, ``1 == 1.0`` but ``true != 1``).
+Formats use this package's own format languages (a subset of the checker's).
+"""
+from __future__ import annotations
+
+import re
+from decimal import Decimal
+from functools import lru_cache
+from typing import Any
+
+from ...errors import GrammarError
+from ._document import MAX_NESTING, Document, child
+from ._pyre import to_python
+from .formats import FORMATS, format_language
+
+
+def canon(v: Any) -> Any:
+    """A hashable key under JSON Schema equality."""
+    if isinstance(v, bool) or v is None:
+        return ("c", v)
+    if isinstance(v, (int, float)):
+        return ("n", Decimal(v) if isinstance(v, int) else Decimal(repr(v)).normalize())
+    if isinstance(v, str):
+        return ("s", v)
+    if isinstance(v, list):
+        return ("a", tuple(canon(x) for x in v))
+    if isinstance(v, dict):
+        return ("o", frozenset((k, canon(x)) for k, x in v.items()))
+    raise GrammarError(f"not a JSON value: {v!r}")
+
+
+def equal(a: Any, b: Any) -> bool:
+    return _norm(canon(a)) == _norm(canon(b))
+
+
+def _norm(key: Any) -> Any:
+    if key[0] == "n":
+        return ("n", key[1].normalize() if key[1] != 0 else Decimal(0))
+    if key[0] == "a":
+        return ("a", tuple(_norm(x) for x in key[1]))
+    if key[0] == "o":
+        return ("o", frozenset((k, _norm(x)) for k, x in key[1]))
+    return key
+
+
+def json_key(v: Any) -> Any:
+    return _norm(canon(v))
+
+
+@lru_cache(maxsize=None)
+def _format_re(name: str) -> re.Pattern[str]:
+    return re.compile(to_python(format_language(name)), re.S)  # type: ignore[arg-type]
+
+
+def _is_type(v: Any, t: str) -> bool:
+    if t == "null":
+        return v is None
+    if t == "boolean":
+        return isinstance(v, bool)
+    if t == "string":
+        return isinstance(v, str)
+    if t == "array":
+        return isinstance(v, list)
+    if t == "object":
+        return isinstance(v, dict)
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return False
+    if t == "number":
+        return True
+    if t == "integer":
+        return isinstance(v, int) or float(v).is_integer()
+    return False
+
+
+def _num(v: Any) -> Decimal:
+    return Decimal(v) if isinstance(v, int) else Decimal(repr(v))
+
+
+class Validator:
+    """``valid(value, pointer, skip)``: does ``value`` satisfy the schema at ``pointer``?"""
+
+    def __init__(self, doc: Document) -> None:
+        self.doc = doc
+
+    def valid(self, value: Any, pointer: str, skip: frozenset[str] = frozenset(), depth: int = 0) -> bool:
+        if depth > MAX_NESTING:
+            raise GrammarError("value or schema nested too deeply to check")
+        sch = self.doc.resolve(pointer)
+        if sch is True:
+            return True
+        if sch is False:
+            return False
+        if not isinstance(sch, dict):
+            raise self.doc.fail("a schema must be an object or a boolean", pointer)
+        d = depth + 1
+        if self.doc.draft7 and "$ref" in sch and "$ref" not in skip:
+            return self.valid(value, self.doc.ref_target(sch["$ref"], pointer), frozenset(), d)
+        for kw, arg in sch.items():
+            if kw in skip:
+                continue
+            if not self._keyword(kw, arg, sch, value, pointer, skip, d):
+                return False
+        return True
+
+    def _keyword(self, kw: str, arg: Any, sch: dict, v: Any, ptr: str, skip: frozenset[str], d: int) -> bool:
+        here = child(ptr, kw)
+        if kw == "$ref":
+            return self.valid(v, self.doc.ref_target(arg, ptr), frozenset(), d)
+        if kw == "type":
+            types = arg if isinstance(arg, list) else [arg]
+            return any(_is_type(v, t) for t in types)
+        if kw == "enum":
+            return any(equal(v, x) for x in arg)
+        if kw == "const":
+            return equal(v, arg)
+        if kw == "allOf":
+            return all(self.valid(v, child(here, i), frozenset(), d) for i in range(len(arg)))
+        if kw == "anyOf":
+            return any(self.valid(v, child(here, i), frozenset(), d) for i in range(len(arg)))
+        if kw == "oneOf":
+            return sum(self.valid(v, child(here, i), frozenset(), d) for i in range(len(arg))) == 1
+        if kw == "not":
+            return not self.valid(v, here, frozenset(), d)
+        if isinstance(v, str):
+            return self._string(kw, arg, v)
+        if _is_type(v, "number"):
+            return self._number(kw, arg, sch, v)
+        if isinstance(v, list):
+            return self._array(kw, arg, sch, v, ptr, d)
+        if isinstance(v, dict):
+            return self._object(kw, arg, sch, v, ptr, d)
+        return True
+
+    def _string(self, kw: str, arg: Any, v: str) -> bool:
+        if kw == "minLength":
+            return len(v) >= arg
+        if kw == "maxLength":
+            return len(v) <= arg
+        if kw == "pattern":
+            return re.search(arg, v) is not None
+        if kw == "format" and arg in FORMATS:
+            return _format_re(arg).fullmatch(v) is not None
+        return True
+
+    def _number(self, kw: str, arg: Any, sch: dict, v: Any) -> bool:
+        if kw in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum") and isinstance(arg, bool):
+            return True
+        x = _num(v)
+        if kw == "minimum":
+            return x > _num(arg) if sch.get("exclusiveMinimum") is True else x >= _num(arg)
+        if kw == "maximum":
+            return x < _num(arg) if sch.get("exclusiveMaximum") is True else x <= _num(arg)
+        if kw == "exclusiveMinimum":
+            return x > _num(arg)
+        if kw == "exclusiveMaximum":
+            return x < _num(arg)
+        if kw == "multipleOf":
+            return (x % _num(arg)) == 0
+        return True
+
+    def _array(self, kw: str, arg: Any, sch: dict, v: list, ptr: str, d: int) -> bool:
+        if kw == "minItems":
+            return len(v) >= arg
+        if kw == "maxItems":
+            return len(v) <= arg
+        if kw == "uniqueItems":
+            return not arg or len({json_key(x) for x in v}) == len(v)
+        if kw == "prefixItems":
+            return all(self.valid(x, child(ptr, kw, i), frozenset(), d) for i, x in enumerate(v[: len(arg)]))
+        if kw == "items":
+            if isinstance(arg, list):
+                ok = all(self.valid(x, child(ptr, kw, i), frozenset(), d) for i, x in enumerate(v[: len(arg)]))
+                if "additionalItems" in sch:
+                    ok = ok and all(
+                        self.valid(x, child(ptr, "additionalItems"), frozenset(), d) for x in v[len(arg):]
+                    )
+                return ok
+            start = len(sch.get("prefixItems", []))
+            return all(self.valid(x, child(ptr, kw), frozenset(), d) for x in v[start:])
+        if kw == "contains":
+            n = sum(self.valid(x, child(ptr, kw), frozenset(), d) for x in v)
+            return sch.get("minContains", 1) <= n <= sch.get("maxContains", n)
+        return True
+
+    def _object(self, kw: str, arg: Any, sch: dict, v: dict, ptr: str, d: int) -> bool:
+        if kw == "required":
+            return all(k in v for k in arg)
+        if kw == "minProperties":
+            return len(v) >= arg
+        if kw == "maxProperties":
+            return len(v) <= arg
+        if kw == "properties":
+            return all(self.valid(v[k], child(ptr, kw, k), frozenset(), d) for k in arg if k in v)
+        if kw == "patternProperties":
+            return all(
+                self.valid(x, child(ptr, kw, p), frozenset(), d)
+                for p in arg for k, x in v.items() if re.search(p, k)
+            )
+        if kw == "additionalProperties":
+            props = sch.get("properties", {})
+            pats = sch.get("patternProperties", {})
+            return all(
+                self.valid(x, child(ptr, kw), frozenset(), d)
+                for k, x in v.items()
+                if k not in props and not any(re.search(p, k) for p in pats)
+            )
+        if kw == "propertyNames":
+            return all(self.valid(k, child(ptr, kw), frozenset(), d) for k in v)
+        if kw == "dependentRequired":
+            return all(all(r in v for r in reqs) for k, reqs in arg.items() if k in v)
+        return True

@@ -1,0 +1,136 @@
+"""``format`` keyword: regexes over the decoded string.
+
+Each supported format is a full-match regex (written in the pattern dialect
+of ``_pattern``) that accepts a subset of what the format's RFC allows and of
+what python ``jsonschema``'s format checker accepts:
+
+* ``date``: ``YYYY-MM-DD``, year 0001-9999, days per month, Feb 29 only in
+  leap years (exact for ``date.fromisoformat`` on this shape).
+* ``time``/``date-time``: RFC 3339 ``full-time`` (offset required, ``T``/``Z``
+  in either case, no leap second ``:60``; exact for ``rfc3339-validator``).
+* ``duration``: RFC 3339 appendix A ABNF (``P1Y2M``, ``PT5M``, ``P3W``...).
+* ``email``: dot-atom local part ``@`` a hostname (no quoted local parts or
+  address literals).
+* ``hostname``: RFC 1123 labels of 1-63 characters separated by dots; the
+  253-character total is not enforced.
+* ``uuid``: 8-4-4-4-12 hex digits, either case.
+* ``ipv4``: dotted quad without leading zeros; ``ipv6``: RFC 4291 text forms
+  (with an embedded IPv4 tail, no zone id).
+* ``uri``: RFC 3986 ``URI`` without IP-literal hosts (``[...]``).
+* ``json-pointer``: RFC 6901.
+
+The other standard formats (``idn-*``, ``iri*``, ``uri-reference``,
+``uri-template``, ``relative-json-pointer``, ``regex``) are unsupported;
+non-standard names are annotations and ignored (the validator ignores them
+too).
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+
+from ._pattern import pattern_language
+from ._rx import Rx
+
+_YEAR = r"(?:[0-9]{3}[1-9]|[0-9]{2}[1-9]0|[0-9][1-9]00|[1-9]000)"
+_LEAP = r"(?:[0-9]{2}(?:0[48]|[2468][048]|[13579][26])|(?:0[48]|[2468][048]|[13579][26])00)"
+_MD = (
+    r"(?:(?:0[13578]|1[02])-(?:0[1-9]|[12][0-9]|3[01])"
+    r"|(?:0[469]|11)-(?:0[1-9]|[12][0-9]|30)"
+    r"|02-(?:0[1-9]|1[0-9]|2[0-8]))"
+)
+DATE = rf"(?:{_YEAR}-{_MD}|{_LEAP}-02-29)"
+TIME = r"(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:\.[0-9]+)?(?:[Zz]|[+-](?:[01][0-9]|2[0-3]):[0-5][0-9])"
+_N = r"[0-9]+"
+_DUR_TIME = rf"T(?:{_N}H(?:{_N}M(?:{_N}S)?)?|{_N}M(?:{_N}S)?|{_N}S)"
+_DUR_DATE = rf"(?:{_N}D|{_N}M(?:{_N}D)?|{_N}Y(?:{_N}M(?:{_N}D)?)?)(?:{_DUR_TIME})?"
+DURATION = rf"P(?:{_DUR_DATE}|{_DUR_TIME}|{_N}W)"
+_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+HOSTNAME = rf"{_LABEL}(?:\.{_LABEL})*"
+_ATOM = r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+"
+EMAIL = rf"{_ATOM}(?:\.{_ATOM})*@{HOSTNAME}"
+_H = r"[0-9a-fA-F]"
+UUID = rf"{_H}{{8}}-{_H}{{4}}-{_H}{{4}}-{_H}{{4}}-{_H}{{12}}"
+_OCTET = r"(?:25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])"
+IPV4 = rf"{_OCTET}(?:\.{_OCTET}){{3}}"
+_H16 = rf"{_H}{{1,4}}"
+_LS32 = rf"(?:{_H16}:{_H16}|{IPV4})"
+
+
+def _h16s(n: int) -> str:
+    """n colon-terminated groups."""
+    return "" if n == 0 else rf"(?:{_H16}:){{{n}}}"
+
+
+def _upto(n: int) -> str:
+    """[ *n( h16 ":" ) h16 ] (n = -1: nothing before '::')."""
+    if n < 0:
+        return ""
+    if n == 0:
+        return rf"(?:{_H16})?"
+    return rf"(?:(?:{_H16}:){{0,{n}}}{_H16})?"
+
+
+IPV6 = "(?:" + "|".join(
+    [
+        rf"{_h16s(6)}{_LS32}",
+        rf"::{_h16s(5)}{_LS32}",
+        rf"{_upto(0)}::{_h16s(4)}{_LS32}",
+        rf"{_upto(1)}::{_h16s(3)}{_LS32}",
+        rf"{_upto(2)}::{_h16s(2)}{_LS32}",
+        rf"{_upto(3)}::{_H16}:{_LS32}",
+        rf"{_upto(4)}::{_LS32}",
+        rf"{_upto(5)}::{_H16}",
+        rf"{_upto(6)}::",
+    ]
+) + ")"
+_UNRESERVED = r"A-Za-z0-9\-._~"
+_SUBDELIMS = r"!$&'()*+,;="
+_PCT = rf"%{_H}{{2}}"
+_PCHAR = rf"(?:[{_UNRESERVED}{_SUBDELIMS}:@]|{_PCT})"
+_SEGMENT = rf"{_PCHAR}*"
+_SEGMENT_NZ = rf"{_PCHAR}+"
+_USERINFO = rf"(?:[{_UNRESERVED}{_SUBDELIMS}:]|{_PCT})*"
+_REGNAME = rf"(?:[{_UNRESERVED}{_SUBDELIMS}]|{_PCT})*"
+_AUTHORITY = rf"(?:{_USERINFO}@)?{_REGNAME}(?::[0-9]*)?"
+_HIER = (
+    rf"(?://{_AUTHORITY}(?:/{_SEGMENT})*"
+    rf"|/(?:{_SEGMENT_NZ}(?:/{_SEGMENT})*)?"
+    rf"|{_SEGMENT_NZ}(?:/{_SEGMENT})*"
+    r"|)"
+)
+_QUERY = rf"(?:{_PCHAR}|[/?])*"
+URI = rf"[A-Za-z][A-Za-z0-9+.\-]*:{_HIER}(?:\?{_QUERY})?(?:#{_QUERY})?"
+JSON_POINTER = r"(?:/(?:[^~/]|~[01])*)*"
+
+FORMATS: dict[str, str] = {
+    "date": DATE,
+    "time": TIME,
+    "date-time": rf"{DATE}[Tt]{TIME}",
+    "duration": DURATION,
+    "email": EMAIL,
+    "hostname": HOSTNAME,
+    "uuid": UUID,
+    "ipv4": IPV4,
+    "ipv6": IPV6,
+    "uri": URI,
+    "json-pointer": JSON_POINTER,
+}
+
+UNSUPPORTED_FORMATS = frozenset(
+    {
+        "idn-email",
+        "idn-hostname",
+        "iri",
+        "iri-reference",
+        "uri-reference",
+        "uri-template",
+        "relative-json-pointer",
+        "regex",
+    }
+)
+
+
+@lru_cache(maxsize=None)
+def format_language(name: str) -> Rx:
+    """The decoded-string language of a supported format."""
+    return pattern_language("^(?:" + FORMATS[name] + ")$")

@@ -1,0 +1,479 @@
+"""Regex front end: a Python ``re`` pattern whose whole output must match.
+
+``parse_regex`` reads a pattern into a one-rule grammar with a single
+``ir.Pattern`` terminal. ``translate_regex`` is the shared core (the Lark front
+end uses it for ``/regex/flags`` terminals): it validates a pattern with
+Python's own regex parser, rejects what a DFA cannot express (lookarounds,
+backreferences, word boundaries, conditionals, atomic groups, possessive
+quantifiers, anchors in the middle) with the offending column, strips anchors
+that only restate whole-match semantics, and writes the pattern back in a
+canonical subset of Python syntax that ``interegular`` parses with the same
+meaning: no verbose mode, no ``\\u``/``\\N`` escapes, control characters as
+``\\xHH``, global flags moved into ``Pattern.flags`` (only ``i`` and ``s`` are
+kept: ``m``, ``x`` and ``u`` no longer change anything once anchors are gone).
+"""
+from __future__ import annotations
+
+import re
+import warnings
+from dataclasses import dataclass, field
+
+import interegular
+
+from .. import ir
+from ..errors import GrammarError
+
+try:  # Python >= 3.11
+    import re._constants as _c
+    import re._parser as _sre
+except ImportError:  # pragma: no cover - Python 3.10
+    import sre_constants as _c  # type: ignore[no-redef]
+    import sre_parse as _sre  # type: ignore[no-redef]
+
+__all__ = ["parse_regex", "translate_regex", "has_lazy_quantifier", "RegexIssue"]
+
+_FLAG_BITS = {
+    "i": re.IGNORECASE,
+    "m": re.MULTILINE,
+    "s": re.DOTALL,
+    "x": re.VERBOSE,
+    "u": re.UNICODE,
+}
+_UNSUPPORTED_FLAGS = {"a": "the ASCII flag 'a'", "L": "the locale flag 'L'"}
+
+
+class RegexIssue(Exception):
+    """A pattern that cannot become a DFA; ``offset`` indexes the pattern text."""
+
+    def __init__(self, message: str, offset: int | None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.offset = offset
+
+
+def parse_regex(pattern: str, flags: str = "") -> ir.Grammar:
+    """Read a Python regex into a grammar whose language is its full matches."""
+    if not isinstance(pattern, str):
+        raise GrammarError(f"a regex must be a str, got {type(pattern).__name__}")
+    try:
+        term = translate_regex(pattern, flags)
+    except RegexIssue as e:
+        if e.offset is None:
+            raise GrammarError(e.message) from None
+        raise GrammarError(e.message, text=pattern, offset=e.offset) from None
+    body = ir.Terminal(term, name="REGEX", span=ir.Span(1, 1))
+    rule = ir.Rule("start", body, span=ir.Span(1, 1))
+    return ir.Grammar((rule,), "start", "regex", "eos", source=pattern)
+
+
+def translate_regex(source: str, flags: str = "", *, strip_anchors: bool = True) -> ir.Pattern:
+    """Validate ``source`` and return the equivalent canonical ``ir.Pattern``.
+
+    With ``strip_anchors`` (whole-match semantics) ``^``/``\\A`` at the start
+    and ``$``/``\\Z`` at the end are dropped; otherwise every anchor is an error.
+    Raises ``RegexIssue`` with the offset of the problem.
+    """
+    bits = _flag_bits(flags)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            re.compile(source, bits)
+        except re.error as e:
+            raise RegexIssue(f"invalid regex: {_re_msg(e)}", e.pos) from None
+        except (OverflowError, RecursionError, ValueError) as e:
+            raise RegexIssue(f"invalid regex: {e}", None) from None
+        spans = _Scanner(source, bool(bits & re.VERBOSE)).removable_anchors(strip_anchors)
+        tree = _sre.parse(_delete_spans(source, spans), bits)
+    global_bits = tree.state.flags
+    if global_bits & (re.ASCII | re.LOCALE):
+        name = "the ASCII flag 'a'" if global_bits & re.ASCII else "the locale flag 'L'"
+        raise RegexIssue(f"{name} is not supported", 0)
+    canonical = _Writer().seq(tree)
+    out_flags = "".join(f for f, b in (("i", re.IGNORECASE), ("s", re.DOTALL)) if global_bits & b)
+    _check_interegular(canonical, out_flags)
+    return ir.Pattern(canonical, out_flags)
+
+
+def has_lazy_quantifier(source: str, flags: str = "") -> bool:
+    """Whether a (valid) pattern uses a non-greedy quantifier such as ``*?``."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        tree = _sre.parse(source, _flag_bits(flags))
+    stack = [tree]
+    while stack:
+        for op, av in stack.pop():
+            if op is _c.MIN_REPEAT:
+                return True
+            if op in (_c.MAX_REPEAT, _c.MIN_REPEAT):
+                stack.append(av[2])
+            elif op is _c.SUBPATTERN:
+                stack.append(av[3])
+            elif op is _c.BRANCH:
+                stack.extend(av[1])
+    return False
+
+
+# ------------------------------------------------------------------ flags
+
+
+def _flag_bits(flags: str) -> int:
+    bits = 0
+    for pos, f in enumerate(flags):
+        if f in _UNSUPPORTED_FLAGS:
+            raise RegexIssue(f"{_UNSUPPORTED_FLAGS[f]} is not supported", None)
+        if f not in _FLAG_BITS:
+            raise RegexIssue(f"unknown regex flag {f!r} (expected some of 'imsxu')", None)
+        bits |= _FLAG_BITS[f]
+    return bits
+
+
+def _re_msg(e: re.error) -> str:
+    msg = e.msg if hasattr(e, "msg") else str(e)
+    return str(msg)
+
+
+def _delete_spans(text: str, spans: list[tuple[int, int]]) -> str:
+    out, last = [], 0
+    for a, b in sorted(spans):
+        out.append(text[last:a])
+        last = b
+    out.append(text[last:])
+    return "".join(out)
+
+
+def _check_interegular(canonical: str, flags: str) -> None:
+    """The canonical form must parse in interegular (the DFA builder's parser)."""
+    prefix = f"(?{flags})" if flags else ""
+    try:
+        interegular.parse_pattern(prefix + canonical)
+    except Exception as e:  # interegular raises several unrelated types
+        raise RegexIssue(f"regex feature not supported by the DFA builder: {e}", None) from None
+
+
+# ------------------------------------------------------------- the scanner
+
+
+@dataclass
+class _Item:
+    kind: str  # "atom", "group", "start", "end", "flags"
+    pos: int
+    end: int
+    node: "_Node | None" = None
+
+
+@dataclass
+class _Node:
+    pos: int
+    branches: list[list[_Item]] = field(default_factory=lambda: [[]])
+    quantified: bool = False
+    verbose: bool = False
+
+
+_HEX = "0123456789abcdefABCDEF"
+_OCT = "01234567"
+_QUANT = re.compile(r"\{(\d*)(,\d*)?\}")
+
+
+class _Scanner:
+    """Finds anchors and DFA-inexpressible constructs with their positions.
+
+    Runs only on patterns Python already compiled, so it can be lenient about
+    syntax; it mirrors the group / alternative / quantifier structure.
+    """
+
+    def __init__(self, text: str, verbose: bool) -> None:
+        self.text = text
+        self.verbose = verbose
+
+    def removable_anchors(self, strip: bool) -> list[tuple[int, int]]:
+        root = self._scan()
+        spans: list[tuple[int, int]] = []
+        self._walk(root, strip, strip, spans)
+        return spans
+
+    # ---- structure
+    def _scan(self) -> _Node:
+        s, n = self.text, len(self.text)
+        root = _Node(0, verbose=self.verbose)
+        stack = [root]
+        i = 0
+        while i < n:
+            node = stack[-1]
+            branch = node.branches[-1]
+            ch = s[i]
+            if node.verbose and ch in " \t\n\r\f\v":
+                i += 1
+            elif node.verbose and ch == "#":
+                j = s.find("\n", i)
+                i = n if j < 0 else j + 1
+            elif ch == "\\":
+                i = self._escape(i, branch)
+            elif ch == "[":
+                j = self._class_end(i)
+                branch.append(_Item("atom", i, j))
+                i = j
+            elif ch == "(":
+                i = self._open(i, stack)
+            elif ch == ")":
+                if len(stack) > 1:
+                    done = stack.pop()
+                    stack[-1].branches[-1].append(_Item("group", done.pos, i + 1, done))
+                i += 1
+            elif ch == "|":
+                node.branches.append([])
+                i += 1
+            elif ch in "*+?" or (ch == "{" and self._quantifier_end(i) is not None):
+                i = self._quantifier(i, branch)
+            elif ch == "^":
+                branch.append(_Item("start", i, i + 1))
+                i += 1
+            elif ch == "$":
+                branch.append(_Item("end", i, i + 1))
+                i += 1
+            else:
+                branch.append(_Item("atom", i, i + 1))
+                i += 1
+        return root
+
+    def _escape(self, i: int, branch: list[_Item]) -> int:
+        s = self.text
+        c = s[i + 1] if i + 1 < len(s) else ""
+        if c == "A":
+            branch.append(_Item("start", i, i + 2))
+            return i + 2
+        if c == "Z":
+            branch.append(_Item("end", i, i + 2))
+            return i + 2
+        if c in ("b", "B"):
+            raise RegexIssue(f"word-boundary assertion '\\{c}' is not supported", i)
+        if c in "123456789":
+            octal = s[i + 1 : i + 4]
+            if len(octal) == 3 and all(d in _OCT for d in octal):
+                j = i + 4
+            else:
+                raise RegexIssue("backreferences are not supported", i)
+        elif c == "x":
+            j = i + 4
+        elif c == "u":
+            j = i + 6
+        elif c == "U":
+            j = i + 10
+        elif c == "N":
+            j = s.find("}", i) + 1 or len(s)
+        elif c == "0":
+            j = i + 2
+            while j < len(s) and j < i + 4 and s[j] in _OCT:
+                j += 1
+        else:
+            j = i + 2
+        branch.append(_Item("atom", i, j))
+        return j
+
+    def _class_end(self, i: int) -> int:
+        s, n = self.text, len(self.text)
+        j = i + 1
+        if j < n and s[j] == "^":
+            j += 1
+        if j < n and s[j] == "]":
+            j += 1
+        while j < n and s[j] != "]":
+            j += 2 if s[j] == "\\" else 1
+        return j + 1
+
+    def _open(self, i: int, stack: list[_Node]) -> int:
+        s = self.text
+        parent = stack[-1]
+        if not s.startswith("(?", i):
+            stack.append(_Node(i, verbose=parent.verbose))
+            return i + 1
+        rest = s[i + 2 : i + 4]
+        if rest.startswith(("=", "!", "<=", "<!")):
+            raise RegexIssue("lookaround assertions are not supported", i)
+        if rest.startswith("P="):
+            raise RegexIssue("backreferences are not supported", i)
+        if rest.startswith("("):
+            raise RegexIssue("conditional groups are not supported", i)
+        if rest.startswith(">"):
+            raise RegexIssue("atomic groups are not supported", i)
+        if rest.startswith("#"):
+            j = s.find(")", i)
+            return len(s) if j < 0 else j + 1
+        if rest.startswith("P<"):
+            j = s.find(">", i)
+            stack.append(_Node(i, verbose=parent.verbose))
+            return j + 1
+        if rest.startswith(":"):
+            stack.append(_Node(i, verbose=parent.verbose))
+            return i + 3
+        m = re.compile(r"\(\?([aiLmsux]*)(?:-([imsx]*))?([:)])").match(s, i)
+        if m is None:  # pragma: no cover - Python accepted it, so it is a flag group
+            stack.append(_Node(i, verbose=parent.verbose))
+            return i + 2
+        added, removed, end = m.group(1), m.group(2) or "", m.group(3)
+        if end == ")":  # global flags, zero width
+            if "x" in added:
+                parent.verbose = True
+                self.verbose = True
+            parent.branches[-1].append(_Item("flags", i, m.end()))
+            return m.end()
+        verbose = (parent.verbose or "x" in added) and "x" not in removed
+        stack.append(_Node(i, verbose=verbose))
+        return m.end()
+
+    def _quantifier_end(self, i: int) -> int | None:
+        m = _QUANT.match(self.text, i)
+        if m is None or m.group(0) == "{}":
+            return None
+        return m.end()
+
+    def _quantifier(self, i: int, branch: list[_Item]) -> int:
+        s = self.text
+        j = i + 1 if s[i] in "*+?" else self._quantifier_end(i)
+        assert j is not None
+        if branch and branch[-1].kind == "group" and branch[-1].node is not None:
+            branch[-1].node.quantified = True
+        if j < len(s) and s[j] == "?":
+            j += 1
+        elif j < len(s) and s[j] == "+":
+            raise RegexIssue("possessive quantifiers are not supported", i)
+        return j
+
+    # ---- anchors
+    def _walk(self, node: _Node, at_start: bool, at_end: bool, spans: list[tuple[int, int]]) -> None:
+        for branch in node.branches:
+            for k, item in enumerate(branch):
+                first = at_start and all(b.kind in ("start", "flags") for b in branch[:k])
+                last = at_end and all(b.kind in ("end", "flags") for b in branch[k + 1 :])
+                if item.kind == "start":
+                    if not first:
+                        raise RegexIssue(self._anchor_msg(item, "start"), item.pos)
+                    spans.append((item.pos, item.end))
+                elif item.kind == "end":
+                    if not last:
+                        raise RegexIssue(self._anchor_msg(item, "end"), item.pos)
+                    spans.append((item.pos, item.end))
+                elif item.kind == "group" and item.node is not None:
+                    q = item.node.quantified
+                    self._walk(item.node, first and not q, last and not q, spans)
+
+    def _anchor_msg(self, item: _Item, where: str) -> str:
+        tok = self.text[item.pos : item.end]
+        return f"anchor '{tok}' is only supported at the very {where} of the pattern"
+
+
+# -------------------------------------------------------------- the writer
+
+_SPECIAL = frozenset(".^$*+?{}[]\\|()")  # escaped outside a class
+_CLASS_SPECIAL = frozenset("\\]-^[&~|")  # escaped inside a class (set-op look-alikes too)
+_CATEGORIES = {
+    _c.CATEGORY_DIGIT: r"\d",
+    _c.CATEGORY_NOT_DIGIT: r"\D",
+    _c.CATEGORY_WORD: r"\w",
+    _c.CATEGORY_NOT_WORD: r"\W",
+    _c.CATEGORY_SPACE: r"\s",
+    _c.CATEGORY_NOT_SPACE: r"\S",
+}
+_UNSUPPORTED_OPS = {
+    _c.AT: "anchors are only supported at the start and end of the pattern",
+    _c.ASSERT: "lookaround assertions are not supported",
+    _c.ASSERT_NOT: "lookaround assertions are not supported",
+    _c.GROUPREF: "backreferences are not supported",
+    _c.GROUPREF_EXISTS: "conditional groups are not supported",
+}
+for _name, _msg in (("ATOMIC_GROUP", "atomic groups are not supported"),
+                    ("POSSESSIVE_REPEAT", "possessive quantifiers are not supported")):
+    if hasattr(_c, _name):
+        _UNSUPPORTED_OPS[getattr(_c, _name)] = _msg
+
+
+def _char(code: int, special: frozenset[str] = _SPECIAL) -> str:
+    """One code point written so that Python re and interegular read it literally."""
+    ch = chr(code)
+    if code < 0x20 or code == 0x7F:
+        return f"\\x{code:02x}"
+    if ch in special:
+        return "\\" + ch
+    return ch
+
+
+class _Writer:
+    """Writes a parsed pattern back as canonical Python regex syntax."""
+
+    def seq(self, items) -> str:
+        out = []
+        for op, av in items:
+            if op is _c.SUBPATTERN and not av[1] and not av[2]:
+                out.append(self.seq(av[3]))  # a plain group in a sequence: no parentheses
+            else:
+                out.append(self.item(op, av))
+        return "".join(out)
+
+    def atom(self, items) -> str:
+        items = list(items)
+        if len(items) == 1 and items[0][0] in (_c.LITERAL, _c.NOT_LITERAL, _c.ANY, _c.IN):
+            return self.item(*items[0])
+        if len(items) == 1 and items[0][0] in (_c.SUBPATTERN, _c.BRANCH):
+            return self.item(*items[0])
+        return "(?:" + self.seq(items) + ")"
+
+    def item(self, op, av) -> str:
+        if op is _c.LITERAL:
+            return _char(av)
+        if op is _c.NOT_LITERAL:
+            return "[^" + _char(av, _CLASS_SPECIAL) + "]"
+        if op is _c.ANY:
+            return "."
+        if op is _c.IN:
+            return self.charset(av)
+        if op is _c.BRANCH:
+            return "(?:" + "|".join(self.seq(b) for b in av[1]) + ")"
+        if op is _c.SUBPATTERN:
+            _group, add, delete, sub = av
+            on = _flag_letters(add)
+            off = _flag_letters(delete)
+            if not on and not off:
+                return self.atom(sub)
+            return "(?" + on + ("-" + off if off else "") + ":" + self.seq(sub) + ")"
+        if op in (_c.MAX_REPEAT, _c.MIN_REPEAT):
+            lo, hi, sub = av
+            return self.atom(sub) + _quant(lo, hi)
+        if op in _UNSUPPORTED_OPS:
+            raise RegexIssue(_UNSUPPORTED_OPS[op], None)
+        raise RegexIssue(f"unsupported regex construct {op}", None)  # pragma: no cover
+
+    def charset(self, items) -> str:
+        neg = ""
+        parts = []
+        for op, av in items:
+            if op is _c.NEGATE:
+                neg = "^"
+            elif op is _c.LITERAL:
+                parts.append(_char(av, _CLASS_SPECIAL))
+            elif op is _c.RANGE:
+                parts.append(_char(av[0], _CLASS_SPECIAL) + "-" + _char(av[1], _CLASS_SPECIAL))
+            elif op is _c.CATEGORY:
+                parts.append(_CATEGORIES[av])
+            else:  # pragma: no cover - other set ops come only from re.compile
+                raise RegexIssue(f"unsupported character-class item {op}", None)
+        return "[" + neg + "".join(parts) + "]"
+
+
+def _flag_letters(bits: int) -> str:
+    if bits & (re.ASCII | re.LOCALE):
+        raise RegexIssue("the ASCII and locale flags are not supported", None)
+    return "".join(f for f, b in (("i", re.IGNORECASE), ("s", re.DOTALL)) if bits & b)
+
+
+def _quant(lo: int, hi: int) -> str:
+    unbounded = hi == _c.MAXREPEAT
+    if (lo, unbounded) == (0, True):
+        return "*"
+    if (lo, unbounded) == (1, True):
+        return "+"
+    if (lo, hi) == (0, 1):
+        return "?"
+    if unbounded:
+        return "{%d,}" % lo
+    if lo == hi:
+        return "{%d}" % lo
+    return "{%d,%d}" % (lo, hi)

@@ -1,0 +1,171 @@
+"""The one intermediate representation every front end produces.
+
+Two layers:
+
+* Terminal languages (``RegExpr``): regular languages over Unicode code points
+  (or raw bytes), compiled later to byte-level DFAs by ``kbnf_gpu.automata``.
+* Grammar expressions (``Expr``): EBNF over nonterminal references and
+  terminals. ``kbnf_gpu.normalize`` desugars them into BNF.
+
+Everything is a frozen dataclass: front ends build it, later stages read it.
+Source positions are carried for error messages but never compared.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Union
+
+# ---------------------------------------------------------------- positions
+
+
+@dataclass(frozen=True)
+class Span:
+    """1-based line and column of a construct in the grammar text."""
+
+    line: int
+    column: int
+
+
+# ---------------------------------------------------- terminal languages
+
+
+@dataclass(frozen=True)
+class Literal:
+    """Exactly these bytes (a quoted string, already UTF-8 encoded)."""
+
+    value: bytes
+
+
+@dataclass(frozen=True)
+class CharClass:
+    """One code point out of ``ranges`` (sorted, disjoint, inclusive).
+
+    Negated classes are stored already complemented over 0..0x10FFFF
+    (surrogates excluded by the DFA builder, which encodes UTF-8).
+    """
+
+    ranges: tuple[tuple[int, int], ...]
+
+
+@dataclass(frozen=True)
+class ByteClass:
+    """One raw byte out of ``ranges`` (sorted, disjoint, inclusive, 0..255)."""
+
+    ranges: tuple[tuple[int, int], ...]
+
+
+@dataclass(frozen=True)
+class Pattern:
+    """A regex in Python ``re`` syntax, parsed by ``interegular``.
+
+    ``flags`` holds single-letter flags (``"i"``, ``"s"``, ``"m"``, ``"x"``, ``"u"``).
+    """
+
+    source: str
+    flags: str = ""
+
+
+@dataclass(frozen=True)
+class Concat:
+    parts: tuple["RegExpr", ...]
+
+
+@dataclass(frozen=True)
+class Alternation:
+    options: tuple["RegExpr", ...]
+
+
+@dataclass(frozen=True)
+class Repeat:
+    """``item`` repeated ``min`` to ``max`` times (``max=None``: unbounded)."""
+
+    item: "RegExpr"
+    min: int = 0
+    max: int | None = None
+
+
+RegExpr = Union[Literal, CharClass, ByteClass, Pattern, Concat, Alternation, Repeat]
+
+
+class TerminalKind(str, Enum):
+    """How a terminal's regular language is turned into its DFA (KBNF flags)."""
+
+    PLAIN = "plain"
+    EARLY_END = "early_end"  # KBNF #e"...": the lexeme ends at its first match
+    COMPLEMENT = "complement"  # KBNF #ex"...": see kbnf_gpu.automata for the exact meaning
+    SUBSTRINGS = "substrings"  # KBNF #substrs"...": any substring of the literal
+
+
+@dataclass(frozen=True)
+class Terminal:
+    """A terminal symbol: a regular language over bytes plus its kind."""
+
+    expr: RegExpr
+    kind: TerminalKind = TerminalKind.PLAIN
+    name: str | None = field(default=None, compare=False)
+    span: Span | None = field(default=None, compare=False)
+
+
+# ------------------------------------------------------ grammar expressions
+
+
+@dataclass(frozen=True)
+class Ref:
+    """A reference to a nonterminal by name."""
+
+    name: str
+    span: Span | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
+class Sequence:
+    """Concatenation; ``Sequence(())`` is the empty string."""
+
+    items: tuple["Expr", ...]
+
+
+@dataclass(frozen=True)
+class Choice:
+    alternatives: tuple["Expr", ...]
+
+
+@dataclass(frozen=True)
+class Repetition:
+    """``item`` repeated ``min`` to ``max`` times (``max=None``: unbounded).
+
+    ``?`` is ``Repetition(x, 0, 1)``, ``*`` is ``(x, 0, None)``, ``+`` is ``(x, 1, None)``.
+    """
+
+    item: "Expr"
+    min: int = 0
+    max: int | None = None
+
+
+Expr = Union[Terminal, Ref, Sequence, Choice, Repetition]
+
+EMPTY = Sequence(())
+
+
+@dataclass(frozen=True)
+class Rule:
+    """``name ::= body``. A name may have several rules: their bodies are alternatives."""
+
+    name: str
+    body: Expr
+    span: Span | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
+class Grammar:
+    """A whole grammar as a front end read it.
+
+    ``end_mode`` is the syntax's default end-of-output mode: ``"eager"`` (KBNF)
+    or ``"eos"`` (GBNF, Lark, regex, JSON Schema).
+    """
+
+    rules: tuple[Rule, ...]
+    start: str
+    syntax: str
+    end_mode: str = "eos"
+    source: str = field(default="", compare=False, repr=False)

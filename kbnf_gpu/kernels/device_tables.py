@@ -1,0 +1,307 @@
+"""Device-resident bitset tables and host-side staging of the per-step CSR arrays.
+
+* :class:`RowPool` keeps the bitset rows of every loaded grammar in ONE growing
+  device tensor per device, so sequences of different grammars are masked in
+  one launch: each grammar's row ids are shifted by its offset in the pool.
+* :func:`build_csr` packs a batch's row ids, extra ids, indices and skip flags
+  into one int32 host buffer (pinned when CUDA is available) and moves it with
+  ONE non-blocking host-to-device copy; the CSR tensors are views of it.
+"""
+from __future__ import annotations
+
+import itertools
+import threading
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+import torch
+
+IntList = Sequence[int] | np.ndarray
+
+
+def _normalize_device(device: torch.device | str | int) -> torch.device:
+    dev = torch.device(device) if not isinstance(device, int) else torch.device("cuda", device)
+    if dev.type == "cuda" and dev.index is None:
+        dev = torch.device("cuda", torch.cuda.current_device())
+    return dev
+
+
+class RowPool:
+    """All bitset rows resident on one device, appended table after table.
+
+    ``pool.rows`` is an int32 ``[num_rows, W]`` device tensor; a table uploaded
+    with :meth:`offset_of` occupies rows ``[offset, offset + R)``. Every table
+    in a pool has the same width ``W`` (same vocabulary width). Tables are
+    never evicted: the pool lives as long as the process.
+    """
+
+    _pools: dict[torch.device, "RowPool"] = {}
+    _pools_lock = threading.Lock()
+
+    def __init__(self, device: torch.device | str | int) -> None:
+        self.device = _normalize_device(device)
+        self._lock = threading.Lock()
+        self._buf: torch.Tensor | None = None
+        self._num_rows = 0
+        self._width: int | None = None
+        self._tables: dict[str, tuple[int, int]] = {}  # key -> (offset, R)
+
+    @classmethod
+    def for_device(cls, device: torch.device | str | int) -> "RowPool":
+        """The process-wide pool of ``device`` (created on first use)."""
+        dev = _normalize_device(device)
+        with cls._pools_lock:
+            pool = cls._pools.get(dev)
+            if pool is None:
+                pool = cls._pools[dev] = cls(dev)
+            return pool
+
+    @property
+    def width(self) -> int | None:
+        """Words per row (``ceil(V/32)``); None before the first table."""
+        return self._width
+
+    @property
+    def num_rows(self) -> int:
+        return self._num_rows
+
+    @property
+    def rows(self) -> torch.Tensor:
+        """int32 ``[num_rows, W]`` on the pool's device (a view; re-read it after uploads)."""
+        with self._lock:
+            buf, n = self._buf, self._num_rows
+        if buf is None:
+            return torch.zeros((0, self._width or 1), dtype=torch.int32, device=self.device)
+        return buf[:n]
+
+    def __contains__(self, table_key: str) -> bool:
+        return table_key in self._tables
+
+    def offset_of(self, table_key: str, rows_np: np.ndarray) -> int:
+        """Row offset of table ``table_key``, uploading ``rows_np`` (``[R, W]`` int32/uint32) the first time."""
+        with self._lock:
+            hit = self._tables.get(table_key)
+            arr = np.asarray(rows_np)
+            if arr.ndim != 2:
+                raise ValueError(f"table {table_key!r}: rows must be 2-D [R, W], got shape {arr.shape}")
+            if arr.dtype not in (np.int32, np.uint32):
+                raise TypeError(f"table {table_key!r}: rows must be int32 or uint32, got {arr.dtype}")
+            R, W = arr.shape
+            if hit is not None:
+                if hit[1] != R or self._width != W:
+                    raise ValueError(
+                        f"table {table_key!r} is already in the pool with {hit[1]} rows of "
+                        f"{self._width} words; got {R} rows of {W} words"
+                    )
+                return hit[0]
+            if self._width is None:
+                self._width = W
+            elif W != self._width:
+                raise ValueError(
+                    f"table {table_key!r} has rows of {W} words but the pool on {self.device} holds "
+                    f"rows of {self._width} words; tables of different vocabulary widths need "
+                    f"separate pools (RowPool(device))"
+                )
+            offset = self._num_rows
+            if R:
+                self._reserve(offset + R)
+                src = torch.from_numpy(np.ascontiguousarray(arr).view(np.int32))
+                self._buf[offset : offset + R].copy_(src)
+                self._num_rows = offset + R
+            self._tables[table_key] = (offset, R)
+            return offset
+
+    def _reserve(self, n: int) -> None:
+        cap = 0 if self._buf is None else self._buf.shape[0]
+        if n <= cap:
+            return
+        new = torch.empty((max(n, 2 * cap, 64), self._width), dtype=torch.int32, device=self.device)
+        if self._num_rows:
+            new[: self._num_rows].copy_(self._buf[: self._num_rows])
+        self._buf = new
+
+
+class HostStaging:
+    """A ring of reusable int32 host buffers for asynchronous host-to-device copies.
+
+    Buffers are pinned when CUDA is available. :meth:`acquire` hands out the
+    next slot after waiting for the copy last issued from it, so the ring can
+    be refilled every step without racing an in-flight copy.
+    """
+
+    def __init__(self, slots: int = 4, pin: bool | None = None) -> None:
+        self.pin = torch.cuda.is_available() if pin is None else pin
+        self._bufs: list[torch.Tensor | None] = [None] * slots
+        self._events: list[object | None] = [None] * slots
+        self._next = 0
+        self._last = -1
+
+    def acquire(self, n: int) -> torch.Tensor:
+        """An int32 host tensor of ``n`` elements (contents undefined)."""
+        slot = self._next
+        self._next = (slot + 1) % len(self._bufs)
+        ev = self._events[slot]
+        if ev is not None:
+            ev.synchronize()
+            self._events[slot] = None
+        buf = self._bufs[slot]
+        if buf is None or buf.numel() < n:
+            size = max(n, 1024, 0 if buf is None else 2 * buf.numel())
+            buf = torch.empty(size, dtype=torch.int32, pin_memory=self.pin)
+            self._bufs[slot] = buf
+        self._last = slot
+        return buf[:n]
+
+    def to_device(self, host: torch.Tensor, device: torch.device | str) -> torch.Tensor:
+        """Copy ``host`` (from the latest :meth:`acquire`) to ``device``, non-blocking when pinned."""
+        dev = _normalize_device(device)
+        if dev.type == "cpu":
+            return host.clone()
+        out = host.to(dev, non_blocking=self.pin)
+        if self.pin and dev.type == "cuda" and self._last >= 0:
+            ev = torch.cuda.Event()
+            ev.record(torch.cuda.current_stream(dev))
+            self._events[self._last] = ev
+        return out
+
+
+_local = threading.local()
+
+
+def default_staging() -> HostStaging:
+    """This thread's staging ring."""
+    st = getattr(_local, "staging", None)
+    if st is None:
+        st = _local.staging = HostStaging()
+    return st
+
+
+def pinned_int32(n: int) -> torch.Tensor:
+    """A reusable int32 host buffer of ``n`` elements from this thread's ring (pinned when CUDA is available).
+
+    Move it with ``default_staging().to_device(buf, device)`` so the ring waits
+    for that copy before handing the buffer out again.
+    """
+    return default_staging().acquire(n)
+
+
+@dataclass(frozen=True)
+class CsrBatch:
+    """The per-step index tensors of one batch, views of one device buffer."""
+
+    row_ptr: torch.Tensor
+    row_idx: torch.Tensor
+    extra_ptr: torch.Tensor
+    extra_ids: torch.Tensor
+    indices: torch.Tensor | None = None
+    skip: torch.Tensor | None = None
+
+    @property
+    def n(self) -> int:
+        return self.row_ptr.numel() - 1
+
+    def csr(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """``(row_ptr, row_idx, extra_ptr, extra_ids)``, the positional kernel arguments."""
+        return self.row_ptr, self.row_idx, self.extra_ptr, self.extra_ids
+
+    def options(self) -> dict[str, torch.Tensor | None]:
+        """``indices`` and ``skip`` keyword arguments."""
+        return {"indices": self.indices, "skip": self.skip}
+
+
+def _concat(lists: Sequence[IntList], counts: np.ndarray, total: int) -> np.ndarray:
+    if total == 0:
+        return np.zeros(0, dtype=np.int32)
+    return np.fromiter(itertools.chain.from_iterable(lists), dtype=np.int64, count=total)
+
+
+def build_csr(
+    row_lists: Sequence[IntList],
+    extra_lists: Sequence[IntList] | None = None,
+    *,
+    device: torch.device | str,
+    row_offsets: IntList | None = None,
+    indices: IntList | None = None,
+    skip: Sequence[bool] | np.ndarray | None = None,
+    num_rows: int | None = None,
+    staging: HostStaging | None = None,
+) -> CsrBatch:
+    """Pack a batch's CSR arrays and move them to ``device`` with one copy.
+
+    ``row_lists[b]``: row ids of entry ``b`` (local to its table; ``row_offsets[b]``
+    — its table's :meth:`RowPool.offset_of` — is added). ``extra_lists[b]``: extra
+    allowed token ids. ``num_rows``: if given, row ids (after offsets) are checked
+    to lie in ``[0, num_rows)``; the kernels do not bounds-check them.
+    """
+    n = len(row_lists)
+    if extra_lists is None:
+        extra_lists = [()] * n
+    if len(extra_lists) != n:
+        raise ValueError(f"{n} row lists but {len(extra_lists)} extra lists")
+    rc = np.fromiter(map(len, row_lists), dtype=np.int64, count=n)
+    ec = np.fromiter(map(len, extra_lists), dtype=np.int64, count=n)
+    nnz, ne = int(rc.sum()), int(ec.sum())
+    row_idx = _concat(row_lists, rc, nnz)
+    if row_offsets is not None:
+        off = np.asarray(row_offsets, dtype=np.int64)
+        if off.shape != (n,):
+            raise ValueError(f"row_offsets must have {n} entries, got shape {off.shape}")
+        row_idx = row_idx + np.repeat(off, rc)
+    if num_rows is not None and nnz and (row_idx.min() < 0 or row_idx.max() >= num_rows):
+        raise ValueError(f"row ids must lie in [0, {num_rows}), got [{row_idx.min()}, {row_idx.max()}]")
+    extra_ids = _concat(extra_lists, ec, ne)
+    if ne and (extra_ids.min() < -(1 << 31) or extra_ids.max() >= (1 << 31)):
+        raise ValueError("extra token ids must fit in int32")
+
+    parts: list[tuple[str, int]] = [("row_ptr", n + 1), ("extra_ptr", n + 1)]
+    if indices is not None:
+        parts.append(("indices", n))
+    if skip is not None:
+        parts.append(("skip", n))
+    parts += [("row_idx", nnz), ("extra_ids", ne)]
+    total = sum(size for _, size in parts)
+
+    dev = _normalize_device(device)
+    on_cpu = dev.type == "cpu"
+    if on_cpu:
+        host_t = torch.empty(total, dtype=torch.int32)
+    else:
+        staging = staging or default_staging()
+        host_t = staging.acquire(total)
+    host = host_t.numpy()
+
+    spans: dict[str, slice] = {}
+    pos = 0
+    for name, size in parts:
+        spans[name] = slice(pos, pos + size)
+        pos += size
+    rp = host[spans["row_ptr"]]
+    rp[0] = 0
+    rp[1:] = np.cumsum(rc)
+    ep = host[spans["extra_ptr"]]
+    ep[0] = 0
+    ep[1:] = np.cumsum(ec)
+    if indices is not None:
+        idx = np.asarray(indices, dtype=np.int64)
+        if idx.shape != (n,):
+            raise ValueError(f"indices must have {n} entries, got shape {idx.shape}")
+        host[spans["indices"]] = idx
+    if skip is not None:
+        sk = np.asarray(skip)
+        if sk.shape != (n,):
+            raise ValueError(f"skip must have {n} entries, got shape {sk.shape}")
+        host[spans["skip"]] = sk != 0
+    host[spans["row_idx"]] = row_idx
+    host[spans["extra_ids"]] = extra_ids
+
+    buf = host_t if on_cpu else staging.to_device(host_t, dev)
+    views = {name: buf[s] for name, s in spans.items()}
+    return CsrBatch(
+        row_ptr=views["row_ptr"],
+        row_idx=views["row_idx"],
+        extra_ptr=views["extra_ptr"],
+        extra_ids=views["extra_ids"],
+        indices=views.get("indices"),
+        skip=views.get("skip"),
+    )

@@ -1,0 +1,505 @@
+"""IR grammar → BNF over byte-DFA terminals.
+
+Steps: merge rules by name and check references; desugar EBNF into BNF (left
+recursion for repetition); build each terminal's byte DFA; drop unproductive
+and unreachable rules; fuse regular sub-grammars into single terminals so
+char-level grammars (GBNF, Lark) parse a few large lexemes instead of one
+Earley step per character.
+
+Symbols in BNF rules are ints: ``s >= 0`` is nonterminal ``s``; ``s < 0`` is
+terminal ``~s`` (``-1`` is terminal 0).
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from . import ir
+from .automata import ByteDFA, build_dfa, dfa_concat, dfa_literal, dfa_repeat, dfa_union
+from .errors import DFATooLarge, GrammarError
+
+AUGMENTED_START = "<start>"
+
+
+@dataclass(frozen=True)
+class NormalizeConfig:
+    """Bounds for compilation. ``fuse_max_states`` bounds a fused terminal's DFA."""
+
+    max_dfa_states: int = 10_000
+    fuse: bool = True
+    fuse_max_states: int = 256
+
+
+@dataclass(frozen=True)
+class BnfRule:
+    lhs: int
+    rhs: tuple[int, ...]
+
+
+@dataclass(frozen=True, eq=False)
+class BnfGrammar:
+    """A cleaned BNF grammar. Rule 0 is ``<start> ::= start`` (the augmented start)."""
+
+    nonterminals: tuple[str, ...]
+    terminals: tuple[ir.Terminal, ...]
+    dfas: tuple[ByteDFA, ...]
+    rules: tuple[BnfRule, ...]
+    start: int  # the augmented start nonterminal; rules[0] is its only rule
+    end_mode: str = "eos"
+    nullable: frozenset[int] = field(default=frozenset())
+
+    def terminal_name(self, t: int) -> str:
+        term = self.terminals[t]
+        return term.name or repr(term.expr)
+
+    def rules_by_lhs(self) -> dict[int, list[int]]:
+        by_lhs: dict[int, list[int]] = defaultdict(list)
+        for i, r in enumerate(self.rules):
+            by_lhs[r.lhs].append(i)
+        return by_lhs
+
+
+def term_sym(t: int) -> int:
+    return ~t
+
+
+def is_terminal(sym: int) -> bool:
+    return sym < 0
+
+
+class _Builder:
+    """Mutable workspace of the desugaring pass (local to ``normalize``)."""
+
+    def __init__(self, grammar: ir.Grammar, config: NormalizeConfig) -> None:
+        self.grammar = grammar
+        self.config = config
+        self.names: list[str] = []
+        self.index: dict[str, int] = {}
+        self.rules: list[tuple[int, tuple[int, ...]]] = []
+        self.terminals: list[ir.Terminal] = []
+        self.terminal_index: dict[ir.Terminal, int] = {}
+        self.dfas: list[ByteDFA] = []
+        self.helper_cache: dict[tuple, int] = {}
+
+    def nonterminal(self, name: str) -> int:
+        if name not in self.index:
+            self.index[name] = len(self.names)
+            self.names.append(name)
+        return self.index[name]
+
+    def helper(self, base: str) -> int:
+        name = f"{base}#{len(self.names)}"
+        return self.nonterminal(name)
+
+    def terminal(self, term: ir.Terminal) -> int:
+        t = self.terminal_index.get(term)
+        if t is None:
+            dfa = build_dfa(term, max_states=self.config.max_dfa_states)
+            t = len(self.terminals)
+            self.terminal_index[term] = t
+            self.terminals.append(term)
+            self.dfas.append(dfa)
+        return t
+
+    def fused_terminal(self, dfa: ByteDFA, name: str) -> int:
+        term = ir.Terminal(ir.Pattern(f"<fused:{dfa.fingerprint}>"), name=name)
+        t = self.terminal_index.get(term)
+        if t is None:
+            t = len(self.terminals)
+            self.terminal_index[term] = t
+            self.terminals.append(term)
+            self.dfas.append(dfa)
+        return t
+
+    # -- desugaring: iterative over the expression tree --------------------
+
+    def alternatives(self, expr: ir.Expr, owner: str) -> list[tuple[int, ...]]:
+        """The BNF alternatives of ``expr``; nested constructs become helper rules."""
+        if isinstance(expr, ir.Choice):
+            return [self.sequence(alt, owner) for alt in _flatten_choice(expr)]
+        return [self.sequence(expr, owner)]
+
+    def sequence(self, expr: ir.Expr, owner: str) -> tuple[int, ...]:
+        items = _flatten_sequence(expr)
+        return tuple(self.symbol(item, owner) for item in items)
+
+    def symbol(self, expr: ir.Expr, owner: str) -> int:
+        """One BNF symbol standing for ``expr`` (creating helper rules as needed).
+
+        Written with an explicit work stack: a helper rule's body is queued,
+        not recursed into, so nesting depth never reaches Python's stack.
+        """
+        if isinstance(expr, ir.Terminal):
+            return term_sym(self.terminal(expr))
+        if isinstance(expr, ir.Ref):
+            fused = self.fused_rules.get(expr.name)
+            if fused is not None:
+                return term_sym(fused)
+            return self.index[expr.name]
+        dfa = self.regular_dfa(expr)
+        if dfa is not None:
+            return term_sym(self.fused_terminal(dfa, owner))
+        key = (expr, owner)
+        cached = self.helper_cache.get(key)
+        if cached is not None:
+            return cached
+        nt = self.helper(owner)
+        self.helper_cache[key] = nt
+        self.pending.append((nt, expr, owner))
+        return nt
+
+    def expand_helper(self, nt: int, expr: ir.Expr, owner: str) -> None:
+        if isinstance(expr, ir.Repetition):
+            lo, hi = expr.min, expr.max
+            if lo < 0 or (hi is not None and hi < lo):
+                raise GrammarError(f"bad repetition bounds {{{lo},{hi}}}", rule=owner)
+            item = self.symbol(expr.item, owner)
+            prefix = (item,) * lo
+            if hi is None:
+                if lo == 0:
+                    # X* ::= ε | X* X   (left recursion keeps the Earley state small)
+                    self.rules.append((nt, ()))
+                    self.rules.append((nt, (nt, item)))
+                else:
+                    star = self.symbol(ir.Repetition(expr.item, 0, None), owner)
+                    self.rules.append((nt, prefix + (star,)))
+            elif hi == lo:
+                self.rules.append((nt, prefix))
+            else:
+                # X{lo,hi} ::= X^lo O_{hi-lo};  O_k ::= ε | X O_{k-1}
+                tail = self.optional_chain(item, hi - lo, owner)
+                self.rules.append((nt, prefix + (tail,)))
+            return
+        for alt in self.alternatives(expr, owner):
+            self.rules.append((nt, alt))
+
+    def optional_chain(self, item: int, count: int, owner: str) -> int:
+        previous = None
+        for _ in range(count):
+            nt = self.helper(owner)
+            self.rules.append((nt, ()))
+            self.rules.append((nt, (item,) if previous is None else (item, previous)))
+            previous = nt
+        assert previous is not None
+        return previous
+
+    # -- fusion of regular sub-grammars -------------------------------------
+
+    def regular_dfa(self, root: ir.Expr) -> ByteDFA | None:
+        """The DFA of ``root``'s language if it is regular and small enough to fuse, else ``None``.
+
+        Regular means: only terminals and references to fused rules. Post-order
+        over the expression tree with an explicit stack; results memoized per node.
+        """
+        if not self.config.fuse:
+            return None
+        memo = self.regular_memo
+        limit = self.config.fuse_max_states
+        stack: list[tuple[ir.Expr, bool]] = [(root, False)]
+        while stack:
+            expr, children_done = stack.pop()
+            if id(expr) in memo:
+                continue
+            if isinstance(expr, ir.Terminal):
+                memo[id(expr)] = (expr, self.dfas[self.terminal(expr)])
+                continue
+            if isinstance(expr, ir.Ref):
+                t = self.fused_rules.get(expr.name)
+                memo[id(expr)] = (expr, None if t is None else self.dfas[t])
+                continue
+            children = _children(expr)
+            if not children_done:
+                stack.append((expr, True))
+                stack.extend((c, False) for c in children)
+                continue
+            parts = [memo[id(c)][1] for c in children]
+            dfa = None
+            if all(p is not None for p in parts):
+                try:
+                    if isinstance(expr, ir.Sequence):
+                        dfa = dfa_concat(parts, max_states=limit) if parts else dfa_literal(b"")
+                    elif isinstance(expr, ir.Choice):
+                        dfa = dfa_union(parts, max_states=limit)
+                    else:
+                        dfa = dfa_repeat(parts[0], expr.min, expr.max, max_states=limit)
+                except DFATooLarge:
+                    dfa = None
+                if dfa is not None and (dfa.n_states > limit or dfa.is_empty()):
+                    dfa = None
+            memo[id(expr)] = (expr, dfa)  # the expr is kept alive so its id stays unique
+        return memo[id(root)][1]
+
+    def fuse_rules(self) -> None:
+        """Fuse every non-recursive rule whose whole language is regular (bottom-up)."""
+        if not self.config.fuse:
+            return
+        bodies: dict[int, list[ir.Expr]] = defaultdict(list)
+        for rule in self.grammar.rules:
+            bodies[self.index[rule.name]].append(rule.body)
+        by_lhs = {nt: [tuple(self.index[r.name] for b in bs for r in _refs(b))] for nt, bs in bodies.items()}
+        for nt in _postorder_acyclic(by_lhs):
+            exprs = bodies[nt]
+            body = exprs[0] if len(exprs) == 1 else ir.Choice(tuple(exprs))
+            self.regular_memo_roots.append(body)
+            try:
+                dfa = self.regular_dfa(body)
+            except GrammarError as err:
+                if err.rule is None:
+                    err.rule = self.names[nt]
+                    err.args = (err._format(),)
+                raise
+            if dfa is not None:
+                self.fused_rules[self.names[nt]] = self.fused_terminal(dfa, self.names[nt])
+
+    def build(self) -> None:
+        grammar = self.grammar
+        if not grammar.rules:
+            raise GrammarError("the grammar has no rules")
+        for rule in grammar.rules:
+            self.nonterminal(rule.name)
+        # undefined references: report the first one with its position
+        for rule in grammar.rules:
+            for ref in _refs(rule.body):
+                if ref.name not in self.index:
+                    line = ref.span.line if ref.span else None
+                    col = ref.span.column if ref.span else None
+                    raise GrammarError(f"undefined nonterminal '{ref.name}'", line=line, column=col,
+                                       rule=rule.name)
+        if grammar.start not in self.index:
+            raise GrammarError(f"no rule named '{grammar.start}' (the start nonterminal)")
+        self.fused_rules: dict[str, int] = {}
+        self.regular_memo: dict[int, tuple] = {}
+        self.regular_memo_roots: list[ir.Expr] = []
+        self.fuse_rules()
+        self.nonterminal(AUGMENTED_START)
+        self.rules.append((self.index[AUGMENTED_START], (self.index[grammar.start],)))
+        self.pending: list[tuple[int, ir.Expr, str]] = []
+        for name, t in self.fused_rules.items():
+            self.rules.append((self.index[name], (term_sym(t),)))
+        for rule in grammar.rules:
+            if rule.name in self.fused_rules:
+                continue
+            nt = self.index[rule.name]
+            try:
+                for alt in self.alternatives(rule.body, rule.name):
+                    self.rules.append((nt, alt))
+                while self.pending:
+                    self.expand_helper(*self.pending.pop())
+            except DFATooLarge:
+                raise
+            except GrammarError as err:
+                if err.rule is None:
+                    err.rule = rule.name
+                    err.args = (err._format(),)
+                raise
+
+
+def _flatten_choice(expr: ir.Choice) -> list[ir.Expr]:
+    out: list[ir.Expr] = []
+    stack: list[ir.Expr] = [expr]
+    while stack:
+        e = stack.pop()
+        if isinstance(e, ir.Choice):
+            stack.extend(reversed(e.alternatives))
+        else:
+            out.append(e)
+    return out
+
+
+def _flatten_sequence(expr: ir.Expr) -> list[ir.Expr]:
+    out: list[ir.Expr] = []
+    stack: list[ir.Expr] = [expr]
+    while stack:
+        e = stack.pop()
+        if isinstance(e, ir.Sequence):
+            stack.extend(reversed(e.items))
+        elif isinstance(e, ir.Repetition) and e.min == 1 and e.max == 1:
+            stack.append(e.item)
+        else:
+            out.append(e)
+    return out
+
+
+def _refs(expr: ir.Expr) -> list[ir.Ref]:
+    refs: list[ir.Ref] = []
+    stack: list[ir.Expr] = [expr]
+    while stack:
+        e = stack.pop()
+        if isinstance(e, ir.Ref):
+            refs.append(e)
+        elif isinstance(e, ir.Sequence):
+            stack.extend(e.items)
+        elif isinstance(e, ir.Choice):
+            stack.extend(e.alternatives)
+        elif isinstance(e, ir.Repetition):
+            stack.append(e.item)
+    return refs
+
+
+# ----------------------------------------------------------------- cleanup
+
+
+def _productive(rules: list[tuple[int, tuple[int, ...]]], empty_terms: set[int]) -> set[int]:
+    productive: set[int] = set()
+    changed = True
+    while changed:
+        changed = False
+        for lhs, rhs in rules:
+            if lhs in productive:
+                continue
+            if all((s < 0 and ~s not in empty_terms) or (s >= 0 and s in productive) for s in rhs):
+                productive.add(lhs)
+                changed = True
+    return productive
+
+
+def _reachable(rules: list[tuple[int, tuple[int, ...]]], start: int) -> set[int]:
+    by_lhs: dict[int, list[tuple[int, ...]]] = defaultdict(list)
+    for lhs, rhs in rules:
+        by_lhs[lhs].append(rhs)
+    seen = {start}
+    stack = [start]
+    while stack:
+        nt = stack.pop()
+        for rhs in by_lhs[nt]:
+            for s in rhs:
+                if s >= 0 and s not in seen:
+                    seen.add(s)
+                    stack.append(s)
+    return seen
+
+
+def nullable_nonterminals(rules, dfas) -> frozenset[int]:
+    nullable: set[int] = set()
+    changed = True
+    while changed:
+        changed = False
+        for lhs, rhs in rules:
+            if lhs in nullable:
+                continue
+            if all((s < 0 and dfas[~s].nullable) or (s >= 0 and s in nullable) for s in rhs):
+                nullable.add(lhs)
+                changed = True
+    return frozenset(nullable)
+
+
+# ------------------------------------------------------------------ fusion
+
+
+def _children(expr: ir.Expr) -> tuple[ir.Expr, ...]:
+    if isinstance(expr, ir.Sequence):
+        return expr.items
+    if isinstance(expr, ir.Choice):
+        return expr.alternatives
+    if isinstance(expr, ir.Repetition):
+        return (expr.item,)
+    return ()
+
+
+def _postorder_acyclic(by_lhs: dict[int, list[tuple[int, ...]]]) -> list[int]:
+    """Nonterminals in dependency post-order, excluding any that lie on a cycle (Tarjan, iterative)."""
+    index: dict[int, int] = {}
+    low: dict[int, int] = {}
+    on_stack: set[int] = set()
+    stack: list[int] = []
+    order: list[int] = []
+    counter = 0
+    nodes = list(by_lhs.keys())
+    for root in nodes:
+        if root in index:
+            continue
+        work = [(root, iter([s for rhs in by_lhs[root] for s in rhs if s >= 0]))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, it = work[-1]
+            advanced = False
+            for child in it:
+                if child not in index:
+                    index[child] = low[child] = counter
+                    counter += 1
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter([s for rhs in by_lhs.get(child, ()) for s in rhs if s >= 0])))
+                    advanced = True
+                    break
+                if child in on_stack:
+                    low[node] = min(low[node], index[child])
+            if advanced:
+                continue
+            work.pop()
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    w = stack.pop()
+                    on_stack.discard(w)
+                    component.append(w)
+                    if w == node:
+                        break
+                self_loop = any(node in rhs for rhs in by_lhs[node])
+                if len(component) == 1 and not self_loop:
+                    order.append(node)
+    return order
+
+
+# -------------------------------------------------------------------- entry
+
+
+def normalize(grammar: ir.Grammar, config: NormalizeConfig | None = None) -> BnfGrammar:
+    """Desugar, build DFAs, clean up and fuse; the result is ready for the Earley parser."""
+    config = config or NormalizeConfig()
+    b = _Builder(grammar, config)
+    b.build()
+    start = b.index[AUGMENTED_START]
+    rules = list(dict.fromkeys(b.rules))  # drop duplicate alternatives, keep order
+    empty_terms = {t for t, d in enumerate(b.dfas) if d.is_empty()}
+    productive = _productive(rules, empty_terms)
+    user_start = b.index[grammar.start]
+    if user_start not in productive:
+        raise GrammarError(
+            f"the start nonterminal '{grammar.start}' derives no finite string (unproductive)",
+            rule=grammar.start,
+        )
+    rules = [
+        (lhs, rhs)
+        for lhs, rhs in rules
+        if lhs in productive and all((s < 0 and ~s not in empty_terms) or (s >= 0 and s in productive) for s in rhs)
+    ]
+    reachable = _reachable(rules, start)
+    rules = [(lhs, rhs) for lhs, rhs in rules if lhs in reachable]
+    # renumber nonterminals and terminals densely, augmented start first
+    nt_map: dict[int, int] = {start: 0}
+    for lhs, rhs in rules:
+        for s in (lhs, *rhs):
+            if s >= 0 and s not in nt_map:
+                nt_map[s] = len(nt_map)
+    t_map: dict[int, int] = {}
+    for _, rhs in rules:
+        for s in rhs:
+            if s < 0 and ~s not in t_map:
+                t_map[~s] = len(t_map)
+    new_rules = [BnfRule(nt_map[lhs], tuple(nt_map[s] if s >= 0 else ~t_map[~s] for s in rhs)) for lhs, rhs in rules]
+    new_rules.sort(key=lambda r: r.lhs != 0)  # rule 0 is the augmented start's
+    names = [""] * len(nt_map)
+    for old, new in nt_map.items():
+        names[new] = b.names[old]
+    terminals = [None] * len(t_map)
+    dfas = [None] * len(t_map)
+    for old, new in t_map.items():
+        terminals[new] = b.terminals[old]
+        dfas[new] = b.dfas[old]
+    raw = [(r.lhs, r.rhs) for r in new_rules]
+    return BnfGrammar(
+        nonterminals=tuple(names),
+        terminals=tuple(terminals),  # type: ignore[arg-type]
+        dfas=tuple(dfas),  # type: ignore[arg-type]
+        rules=tuple(new_rules),
+        start=0,
+        end_mode=grammar.end_mode,
+        nullable=nullable_nonterminals(raw, dfas),
+    )

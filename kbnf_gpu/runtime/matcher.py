@@ -1,0 +1,178 @@
+"""``Matcher``: the per-sequence state of constrained decoding.
+
+All state lives here: a persistent history of parser state ids (so ``fork`` is
+O(1) and ``rollback`` walks back), and whether the sequence finished. Every
+computation is delegated to the shared, memoized ``CompiledGrammar``.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..errors import TokenRejected
+from .earley import DEAD
+
+if TYPE_CHECKING:  # pragma: no cover
+    import torch
+
+    from ..compile.compiled import CompiledGrammar
+
+
+class _Step:
+    """One node of the persistent history: the state after a token, linked to the one before."""
+
+    __slots__ = ("state", "finished", "depth", "parent")
+
+    def __init__(self, state: int, finished: bool, parent: "_Step | None") -> None:
+        self.state = state
+        self.finished = finished
+        self.parent = parent
+        self.depth = 0 if parent is None else parent.depth + 1
+
+
+class Matcher:
+    """Tracks one sequence through a compiled grammar.
+
+    ``accept_token`` advances (or raises ``TokenRejected`` and changes
+    nothing); ``allowed_token_ids`` / ``fill_bitmask`` give the exact mask.
+    """
+
+    def __init__(self, compiled: "CompiledGrammar") -> None:
+        self.compiled = compiled
+        self._top = _Step(compiled.initial_state, False, None)
+
+    # --------------------------------------------------------------- queries
+
+    @property
+    def state(self) -> int:
+        """The current parser state id (equal ids behave identically)."""
+        return self._top.state
+
+    @property
+    def num_tokens(self) -> int:
+        """Tokens accepted since the start (what ``rollback`` can undo)."""
+        return self._top.depth
+
+    def is_accepting(self) -> bool:
+        """Is the output so far a complete sentence of the grammar?"""
+        return self.compiled.parser.is_accepting(self._top.state)
+
+    def is_finished(self) -> bool:
+        """Eager mode: the grammar completed. EOS mode: an EOS token was accepted."""
+        return self._top.finished
+
+    def allowed_token_ids(self) -> np.ndarray:
+        """Sorted int32 ids of every token allowed next (EOS ids when accepting, in eos mode)."""
+        if self._top.finished:
+            return np.zeros(0, dtype=np.int32)
+        return self.compiled.allowed_ids(self._top.state)
+
+    def is_token_allowed(self, token_id: int) -> bool:
+        try:
+            self._advance(token_id)
+        except TokenRejected:
+            return False
+        return True
+
+    def fill_bitmask(self, bitmask: "torch.Tensor", index: int = 0) -> None:
+        """Write the allowed set into row ``index`` of an int32 ``[B, ceil(V/32)]`` bitmask."""
+        import torch
+
+        if self._top.finished:
+            words = np.zeros(bitmask.shape[1], dtype=np.int32)
+        else:
+            words = self.compiled.allowed_bitset(self._top.state).view(np.int32)
+        width = bitmask.shape[1]
+        row = np.zeros(width, dtype=np.int32)
+        n = min(width, words.shape[0])
+        row[:n] = words[:n]
+        bitmask[index].copy_(torch.from_numpy(row))
+
+    def mask_parts(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """(dense row ids, extra token ids) of the current mask; ``None`` once finished (leave logits alone)."""
+        if self._top.finished:
+            return None
+        return self.compiled.mask_parts(self._top.state)
+
+    # --------------------------------------------------------------- updates
+
+    def _advance(self, token_id: int) -> _Step:
+        compiled = self.compiled
+        top = self._top
+        if top.finished:
+            raise TokenRejected(f"token {token_id} rejected: the matcher has finished")
+        if not isinstance(token_id, (int, np.integer)) or not 0 <= int(token_id) < compiled.vocab.size:
+            raise TokenRejected(f"token id {token_id!r} is outside the vocabulary (size {compiled.vocab.size})")
+        token_id = int(token_id)
+        if token_id in compiled.eos_set:
+            if compiled.end_mode == "eos" and compiled.parser.is_accepting(top.state):
+                return _Step(top.state, True, top)
+            raise TokenRejected(f"EOS token {token_id} rejected: the output is not a complete sentence")
+        state, passed_accept = compiled.step_token(top.state, token_id)
+        if state == DEAD:
+            raise TokenRejected(f"token {token_id} ({compiled.vocab.token_bytes(token_id)!r}) is not allowed here")
+        return _Step(state, compiled.end_mode == "eager" and passed_accept, top)
+
+    def accept_token(self, token_id: int) -> None:
+        """Advance by one token; ``TokenRejected`` (state unchanged) if the grammar does not allow it."""
+        self._top = self._advance(token_id)
+
+    def accept_tokens(self, token_ids) -> None:
+        """Advance by several tokens, all or nothing."""
+        top = self._top
+        try:
+            for t in token_ids:
+                self.accept_token(t)
+        except TokenRejected:
+            self._top = top
+            raise
+
+    def accept_bytes(self, data: bytes) -> None:
+        """Advance by raw bytes (counts as one step for ``rollback``); all or nothing."""
+        compiled = self.compiled
+        top = self._top
+        if top.finished:
+            raise TokenRejected("bytes rejected: the matcher has finished")
+        state, passed_accept, consumed = compiled.parser.step_bytes(top.state, bytes(data))
+        if state == DEAD:
+            raise TokenRejected(f"bytes rejected at offset {consumed}: {bytes(data)[consumed:consumed + 16]!r}")
+        self._top = _Step(state, compiled.end_mode == "eager" and passed_accept, top)
+
+    def rollback(self, num_tokens: int = 1) -> None:
+        """Undo the last ``num_tokens`` accepted tokens."""
+        if num_tokens < 0 or num_tokens > self._top.depth:
+            raise ValueError(f"cannot roll back {num_tokens} tokens; {self._top.depth} accepted")
+        top = self._top
+        for _ in range(num_tokens):
+            top = top.parent  # type: ignore[assignment]
+        self._top = top  # type: ignore[assignment]
+
+    def fork(self) -> "Matcher":
+        """An independent copy sharing the compiled grammar and history (O(1))."""
+        other = Matcher.__new__(Matcher)
+        other.compiled = self.compiled
+        other._top = self._top
+        return other
+
+    def reset(self) -> None:
+        """Back to the start; the grammar's caches are kept."""
+        self._top = _Step(self.compiled.initial_state, False, None)
+
+    def find_jump_forward_bytes(self, limit: int = 256) -> bytes:
+        """Bytes every continuation must start with (for jump-forward decoding); empty if none are forced."""
+        parser = self.compiled.parser
+        state = self._top.state
+        out = bytearray()
+        if self._top.finished:
+            return b""
+        while len(out) < limit:
+            if parser.is_accepting(state):
+                break
+            alive = [b for b in range(256) if parser.step_byte(state, b) != DEAD]
+            if len(alive) != 1:
+                break
+            forced = alive[0]
+            out.append(forced)
+            state = parser.step_byte(state, forced)
+        return bytes(out)

@@ -1,0 +1,521 @@
+"""kbnf_gpu.automata: terminals -> trimmed, minimal, canonical byte DFAs.
+
+Oracles: Python ``re.fullmatch`` on exhaustively enumerated short byte strings
+(invalid UTF-8 must be rejected), and the ``kbnf`` package for the KBNF kinds.
+"""
+from __future__ import annotations
+
+import itertools
+import re
+import time
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kbnf_gpu import ir
+from kbnf_gpu.automata import (
+    ByteDFA,
+    build_dfa,
+    dfa_concat,
+    dfa_literal,
+    dfa_repeat,
+    dfa_union,
+    regexpr_to_dfa,
+)
+from kbnf_gpu.automata.regex import translate
+from kbnf_gpu.automata.utf8 import utf8_sequences
+from kbnf_gpu.errors import DFATooLarge, GrammarError
+
+K = ir.TerminalKind
+SETTINGS = settings(max_examples=int(__import__("os").environ.get("AUTOMATA_EXAMPLES", 60)), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def rx(source: str, flags: str = "", **kw) -> ByteDFA:
+    return regexpr_to_dfa(ir.Pattern(source, flags), **kw)
+
+
+# ------------------------------------------------------------------ helpers
+
+
+class Corpus:
+    """Byte strings enumerated once, grouped by length, with their UTF-8 decodings."""
+
+    def __init__(self, byte_alphabet: bytes, max_len: int, char_alphabet: str = "", char_len: int = 0) -> None:
+        strings = {bytes(t) for n in range(max_len + 1) for t in itertools.product(byte_alphabet, repeat=n)}
+        strings |= {"".join(t).encode() for t in itertools.product(char_alphabet, repeat=char_len)}
+        self.strings = sorted(strings, key=lambda s: (len(s), s))
+        self.by_len: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        for n in {len(s) for s in self.strings}:
+            idx = [i for i, s in enumerate(self.strings) if len(s) == n]
+            mat = np.array([list(self.strings[i]) for i in idx], dtype=np.int64).reshape(len(idx), n)
+            self.by_len[n] = (np.array(idx), mat)
+        self.decoded: list[str | None] = []
+        for s in self.strings:
+            try:
+                self.decoded.append(s.decode("utf-8"))
+            except UnicodeDecodeError:
+                self.decoded.append(None)
+
+    def dfa_results(self, dfa: ByteDFA) -> np.ndarray:
+        """(alive, accepted) per string, walking all strings of a length at once."""
+        alive = np.zeros(len(self.strings), dtype=bool)
+        accepted = np.zeros(len(self.strings), dtype=bool)
+        if dfa.n_states == 0:
+            return np.stack([alive, accepted])
+        t = np.vstack([dfa.transitions, np.full((1, 256), -1, dtype=np.int32)])
+        acc = np.append(dfa.accepting, False)
+        for n, (idx, mat) in self.by_len.items():
+            state = np.zeros(len(idx), dtype=np.int64)
+            for col in range(n):
+                state = t[state, mat[:, col]]
+            alive[idx] = state >= 0
+            accepted[idx] = acc[state]
+        return np.stack([alive, accepted])
+
+    def re_results(self, pattern: re.Pattern) -> np.ndarray:
+        return np.array([d is not None and pattern.fullmatch(d) is not None for d in self.decoded])
+
+
+def assert_agrees_with_re(dfa: ByteDFA, source: str, corpus: Corpus, flags: int = 0) -> None:
+    got = corpus.dfa_results(dfa)[1]
+    want = corpus.re_results(re.compile(source, flags))
+    bad = np.flatnonzero(got != want)
+    assert not len(bad), [(corpus.strings[i], bool(want[i])) for i in bad[:8]]
+
+
+def assert_well_formed(dfa: ByteDFA) -> None:
+    """Shapes, read-only, trimmed, BFS-canonical and minimal."""
+    t, acc = dfa.transitions, dfa.accepting
+    n = dfa.n_states
+    assert t.dtype == np.int32 and t.shape == (n, 256) and acc.dtype == bool and acc.shape == (n,)
+    assert not t.flags.writeable and not acc.flags.writeable
+    assert t.min(initial=-1) >= -1 and t.max(initial=-1) < n
+    if n == 0:
+        return
+    order, seen = [0], {0}
+    for s in order:
+        for b in range(256):
+            x = int(t[s, b])
+            if x >= 0 and x not in seen:
+                seen.add(x)
+                order.append(x)
+    assert order == list(range(n)), "not reachable in BFS byte order"
+    live = acc.copy()
+    while True:
+        nxt = live | np.array([any(live[x] for x in set(t[s].tolist()) if x >= 0) for s in range(n)])
+        if (nxt == live).all():
+            break
+        live = nxt
+    assert live.all(), "a state cannot reach acceptance"
+    # Moore refinement: minimal iff it separates every state
+    cls = acc.astype(np.int64)
+    while True:
+        sig = np.hstack([cls[:, None], np.where(t >= 0, cls[np.maximum(t, 0)], -1)])
+        _, new = np.unique(sig, axis=0, return_inverse=True)
+        new = new.reshape(-1)
+        if len(set(new.tolist())) == len(set(cls.tolist())):
+            break
+        cls = new
+    assert len(set(cls.tolist())) == n, "not minimal"
+
+
+# -------------------------------------------------------- random regexes
+
+ALPHABET = ["a", "b", "\n", "é", "€"]  # 1-, 2- and 3-byte UTF-8
+CORPUS = Corpus(
+    b"ab\nc\xc3\xa9\xe2\x82\xac\xff\x80",
+    4,
+    char_alphabet="ab\né€c",
+    char_len=5,
+)
+
+_CLASS_ITEMS = ["a", "b", "\\n", "é", "€", "a-b", "b-é", "é-€", "\\n-a", "\\w", "\\s", "\\W", "\\d"]
+
+
+def _leaf_strategy(chars, class_items, anchors: bool, categories: bool):
+    leaves = [
+        st.sampled_from(chars).map(re.escape),
+        st.just("."),
+        st.tuples(st.booleans(), st.lists(st.sampled_from(class_items), min_size=1, max_size=3)).map(
+            lambda t: "[" + ("^" if t[0] else "") + "".join(t[1]) + "]"
+        ),
+        st.just(""),
+    ]
+    if categories:
+        leaves.append(st.sampled_from(["\\w", "\\W", "\\s", "\\S"]))
+    if anchors:
+        leaves.append(st.sampled_from(["^", "$", "\\A", "\\Z"]))
+    return st.one_of(*leaves)
+
+
+def _extend(children):
+    return st.one_of(
+        st.lists(children, min_size=2, max_size=3).map("".join),
+        st.lists(children, min_size=2, max_size=3).map(lambda xs: "(?:" + "|".join(xs) + ")"),
+        st.tuples(children, st.sampled_from(["*", "+", "?", "{2}", "{0,2}", "{1,3}", "{2,}", "*?", "{,2}"])).map(
+            lambda t: "(?:" + t[0] + ")" + t[1]
+        ),
+        children.map(lambda x: "(" + x + ")"),
+        children.map(lambda x: "(?s:" + x + ")"),
+    )
+
+
+def regexes(chars=ALPHABET, class_items=_CLASS_ITEMS, anchors: bool = False, categories: bool = True):
+    return st.recursive(_leaf_strategy(chars, class_items, anchors, categories), _extend, max_leaves=8)
+
+
+# Unicode \w and friends have ~300-state byte DFAs: keep them out where many DFAs are built
+_CHEAP_ITEMS = [i for i in _CLASS_ITEMS if not i.startswith("\\") or i.startswith("\\n")]
+
+
+def cheap_regexes():
+    return regexes(class_items=_CHEAP_ITEMS, categories=False)
+
+
+@SETTINGS
+@given(regexes(), st.sampled_from(["", "s"]))
+def test_random_regex_agrees_with_re(source, flags):
+    dfa = rx(source, flags)
+    assert_agrees_with_re(dfa, source, CORPUS, re.S if flags else 0)
+    assert_well_formed(dfa)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(regexes(anchors=True), st.sampled_from(["", "m", "s", "ms"]))
+def test_random_regex_with_anchors_agrees_with_re(source, flags):
+    dfa = rx(source, flags)
+    bits = (re.M if "m" in flags else 0) | (re.S if "s" in flags else 0)
+    assert_agrees_with_re(dfa, source, CORPUS, bits)
+
+
+CASE_CHARS = ["k", "K", "\u212a", "s", "\u017f", "é", "É", "x"]  # Kelvin sign, long s
+CASE_CORPUS = Corpus("kKsxé".encode() + "\u212a\u017fÉ".encode(), 3, char_alphabet="".join(CASE_CHARS), char_len=3)
+
+
+@SETTINGS
+@given(regexes(CASE_CHARS, ["k", "K", "s-x", "\\u212a", "É", "a-z", "\\w"]), st.sampled_from(["i", "ia"]))
+def test_random_case_insensitive_regex_agrees_with_re(source, flags):
+    dfa = rx(source, flags)
+    bits = re.I | (re.A if "a" in flags else 0)
+    assert_agrees_with_re(dfa, source, CASE_CORPUS, bits)
+
+
+@pytest.mark.parametrize(
+    "source,flags",
+    [
+        ("^a$", ""),
+        ("a$\n", ""),
+        ("a$\n?", ""),
+        ("a\\Z\n?", ""),
+        ("(?:a|^b)+", ""),
+        ("a\n^b", "m"),
+        ("a$\n^b$", "m"),
+        ("a\n^b", ""),
+        (".*$.*", "s"),
+        ("(?m:^a$)\n?", ""),
+        ("\\d+", ""),
+        ("\\d+", "a"),
+        ("[^\\W\\d]+", ""),
+        ("(?i)straße", ""),
+        ("(?x) a b # comment\n c", ""),
+        ("[\\u0100-\\U0001f600]", ""),
+        ("\\ud800", ""),
+    ],
+)
+def test_regex_features_agree_with_re(source, flags):
+    corpus = Corpus(b"ab\nc1\xc3\xa9\xd9\xa3\xff", 3, char_alphabet="ab\n1é٣ßSsẞ", char_len=3)
+    bits = sum(getattr(re, f.upper()) for f in flags)
+    dfa = rx(source, flags)
+    assert_agrees_with_re(dfa, source, corpus, bits)
+    assert_well_formed(dfa)
+
+
+# -------------------------------------------------------------- canonical
+
+
+@SETTINGS
+@given(cheap_regexes(), cheap_regexes())
+def test_equivalent_regexes_give_identical_arrays(r, s):
+    base = rx(f"(?:{r})|(?:{s})")
+    for variant in [f"(?:{s})|(?:{r})", f"(?:{r})|(?:{s})|(?:{r})", f"(?:(?:{r})|(?:{s}))(?:)"]:
+        other = rx(variant)
+        assert np.array_equal(base.transitions, other.transitions)
+        assert np.array_equal(base.accepting, other.accepting)
+        assert base.fingerprint == other.fingerprint
+    assert rx(f"(?:(?:{r})*)*").fingerprint == rx(f"(?:{r})*").fingerprint
+    assert rx(f"(?:{r}){{2}}").fingerprint == rx(f"(?:{r})(?:{r})").fingerprint
+
+
+@SETTINGS
+@given(cheap_regexes(), cheap_regexes(), st.integers(0, 2), st.one_of(st.none(), st.integers(0, 3)))
+def test_combinators_agree_with_regex(r, s, lo, extra):
+    a, b = rx(r), rx(s)
+    assert dfa_concat([a, b]).fingerprint == rx(f"(?:{r})(?:{s})").fingerprint
+    assert dfa_union([a, b]).fingerprint == rx(f"(?:{r})|(?:{s})").fingerprint
+    hi = None if extra is None else lo + extra
+    want = rx(f"(?:{r}){{{lo},{'' if hi is None else hi}}}")
+    got = dfa_repeat(a, lo, hi)
+    assert got.fingerprint == want.fingerprint
+    assert_well_formed(got)
+
+
+def test_combinator_edge_cases():
+    a = dfa_literal(b"ab")
+    assert a.matches(b"ab") and not a.matches(b"a") and a.n_states == 3
+    assert dfa_literal(b"").nullable and dfa_literal(b"").n_states == 1
+    assert dfa_concat([]).fingerprint == dfa_literal(b"").fingerprint
+    assert dfa_union([]).is_empty()
+    assert dfa_repeat(a, 0, 0).fingerprint == dfa_literal(b"").fingerprint
+    assert dfa_concat([a, dfa_union([])]).is_empty()
+    assert dfa_repeat(dfa_union([]), 0, None).fingerprint == dfa_literal(b"").fingerprint
+    assert dfa_repeat(a, 1000, 1000).n_states == 2001
+    with pytest.raises(GrammarError):
+        dfa_repeat(a, 3, 2)
+
+
+# ------------------------------------------------------------- IR nodes
+
+
+def test_ir_nodes():
+    e = ir.Concat(
+        (
+            ir.Literal(b"\x00\xff"),
+            ir.CharClass(((0x41, 0x42), (0xD7FF, 0xE000), (0x10FFFF, 0x10FFFF))),
+            ir.ByteClass(((0x80, 0x81),)),
+            ir.Repeat(ir.Alternation((ir.Literal(b"x"), ir.Pattern("y+"))), 1, 2),
+        )
+    )
+    d = regexpr_to_dfa(e)
+    assert_well_formed(d)
+    for mid in ["A", "\ud7ff", "\ue000", "\U0010ffff"]:
+        assert d.matches(b"\x00\xff" + mid.encode("utf-8", "surrogatepass") + b"\x80xyy")
+    assert not d.matches(b"\x00\xff\xed\xa0\x80\x80x")  # a surrogate is not UTF-8
+    assert not d.matches(b"\x00\xffA\x80")
+    assert not d.matches(b"\x00\xffA\x80xxx")
+    assert regexpr_to_dfa(ir.CharClass(((0xD800, 0xDFFF),))).is_empty()
+
+
+def test_anchor_is_local_to_its_pattern():
+    # "$" inside an embedded pattern refers to the end of that pattern's match
+    d = regexpr_to_dfa(ir.Concat((ir.Pattern("a$"), ir.Literal(b"b"))))
+    assert d.matches(b"ab") and not d.matches(b"a\nb")
+    d = regexpr_to_dfa(ir.Concat((ir.Literal(b"x"), ir.Pattern("^a"))))
+    assert d.matches(b"xa")
+
+
+def test_utf8_sequences_cover_exactly():
+    for lo, hi in [(0, 0x10FFFF), (0x7F, 0x80), (0x7FF, 0x800), (0xFFFF, 0x10000), (0xD7FF, 0xE000), (0x3A5, 0x1F60A)]:
+        total = 0
+        for seq in utf8_sequences(((lo, hi),)):
+            total += int(np.prod([b - a + 1 for a, b in seq]))
+            for pick in (min, max):
+                cp = ord(bytes(pick(r) for r in seq).decode("utf-8"))
+                assert lo <= cp <= hi
+        surrogates = max(0, min(hi, 0xDFFF) - max(lo, 0xD800) + 1)
+        assert total == hi - lo + 1 - surrogates
+
+
+def test_multibyte_classes_and_invalid_utf8():
+    d = rx("[^a€]")
+    assert d.matches("é".encode()) and d.matches("😀".encode()) and d.matches(b"\n")
+    assert not d.matches("€".encode()) and not d.matches(b"a")
+    for bad in [b"\xff", b"\x80", b"\xc3", b"\xc0\x80", b"\xed\xa0\x80", b"\xf4\x90\x80\x80", b"\xe0\x80\x80"]:
+        assert not d.matches(bad)
+    assert d.step(0, b"\xc3") >= 0  # a viable prefix of a character
+    assert rx(".").matches("€".encode()) and not rx(".").matches(b"\n") and rx(".", "s").matches(b"\n")
+
+
+# ------------------------------------------------------------ ByteDFA API
+
+
+def test_bytedfa_api():
+    d = rx("ab*")
+    assert d.n_states == 2 and not d.nullable and not d.is_empty()
+    assert d.step(0, b"abb") == 1 and d.step(0, b"ba") == -1 and d.step(-1, b"") == -1
+    assert d.matches(b"a") and not d.matches(b"")
+    assert len(d.fingerprint) == 64 and d.fingerprint == rx("a(?:b|b)*").fingerprint
+    with pytest.raises(ValueError):
+        d.transitions[0, 0] = 5
+    e = rx("[^\\x00-\\U0010ffff]")
+    assert e.is_empty() and e.transitions.shape == (0, 256) and not e.nullable
+    assert not e.matches(b"") and e.step(0, b"") == -1
+    assert rx("a*").nullable
+
+
+# -------------------------------------------------------- limits, errors
+
+
+def test_state_limit_raises_fast():
+    t0 = time.perf_counter()
+    with pytest.raises(DFATooLarge) as info:
+        build_dfa(ir.Terminal(ir.Pattern("(a|b)*a(a|b){30}"), name="evil"))
+    assert "evil" in str(info.value) and "10000" in str(info.value)
+    with pytest.raises(DFATooLarge):
+        build_dfa(ir.Terminal(ir.Pattern("(a|b)*a(a|b){12}")), max_states=500)
+    with pytest.raises(DFATooLarge) as info:
+        rx("(?:(?:a{1000}){1000}){1000}")  # NFA bound: never materialized
+    assert time.perf_counter() - t0 < 10
+    assert rx("a{0,1000}").n_states == 1001
+
+
+@pytest.mark.parametrize(
+    "source,fragment",
+    [
+        ("a(b", "unterminated"),
+        ("a(?=b)", "lookahead"),
+        ("(?<!a)b", "lookahead"),
+        ("\\bfoo", "word boundary"),
+        ("(a)\\1", "backreference"),
+        ("(?P<x>a)(?P=x)", "backreference"),
+        ("(a)?(?(1)b|c)", "conditional"),
+        ("(?>a)", "atomic"),
+        ("a*+", "possessive"),
+        ("[z-a]", "bad character range"),
+        ("(?:" * 3000 + ")" * 3000, "nested too deeply"),
+    ],
+)
+def test_bad_regex_raises_grammar_error_with_position(source, fragment):
+    term = ir.Terminal(ir.Pattern(source), name="t", span=ir.Span(3, 7))
+    with pytest.raises(GrammarError) as info:
+        build_dfa(term)
+    err = info.value
+    assert not isinstance(err, DFATooLarge)
+    assert (err.line, err.column) == (3, 7)
+    assert fragment in str(err) and "terminal t" in str(err)
+
+
+def test_unknown_flag_and_bad_ranges():
+    with pytest.raises(GrammarError):
+        rx("a", "q")
+    with pytest.raises(GrammarError):
+        regexpr_to_dfa(ir.CharClass(((5, 3),)))
+    with pytest.raises(GrammarError):
+        regexpr_to_dfa(ir.ByteClass(((0, 256),)))
+
+
+def test_deep_ir_needs_no_recursion():
+    lits = ir.Concat(tuple(ir.Literal(bytes([97 + i % 3])) for i in range(5000)))
+    assert regexpr_to_dfa(lits).n_states == 5001
+    x: ir.RegExpr = ir.Literal(b"a")
+    for _ in range(2000):
+        x = ir.Alternation((x, ir.Literal(b"b")))
+    d = regexpr_to_dfa(x)
+    assert d.matches(b"a") and d.matches(b"b") and d.n_states == 2
+    y: ir.RegExpr = ir.Literal(b"a")
+    for _ in range(2000):
+        y = ir.Repeat(ir.Concat((y, ir.Literal(b""))), 0, 1)
+    assert regexpr_to_dfa(y).fingerprint == rx("a?").fingerprint
+    assert rx("a" * 5000).n_states == 5001
+
+
+# ------------------------------------------------------------ performance
+
+JSON_STRING = r'"([^"\\\x00-\x1f]|\\(["\\/bfnrt]|u[0-9a-fA-F]{4}))*"'
+JSON_NUMBER = r"-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?"
+
+
+@pytest.mark.parametrize("source,budget_ms", [(JSON_STRING, 50), (JSON_NUMBER, 20)])
+def test_json_regexes_build_fast(source, budget_ms):
+    rx(source)  # warm caches unrelated to this regex (numpy, code paths)
+    best = float("inf")
+    for _ in range(3):
+        translate.cache_clear()
+        t0 = time.perf_counter()
+        dfa = rx(source)
+        best = min(best, (time.perf_counter() - t0) * 1000)
+    assert best < budget_ms
+    assert dfa.matches(b'"a\\u00e9\\n\xc3\xa9"') if source == JSON_STRING else dfa.matches(b"-12.5e+3")
+
+
+# ---------------------------------------------------- KBNF kinds vs kbnf
+
+KBNF_PREFIX = {K.PLAIN: '#"', K.EARLY_END: '#e"', K.COMPLEMENT: '#ex"', K.SUBSTRINGS: '#substrs"'}
+KBNF_ALPHABET = b"abc\n\xc3\xa9\xff"
+
+
+def _kbnf_engine(term_src: str):
+    kbnf = pytest.importorskip("kbnf")
+    vocab = kbnf.Vocabulary(
+        {i: kbnf.Token(bytes([i])) for i in range(256)}, {i: bytes([i]).decode("latin-1") for i in range(256)}
+    )
+    config = kbnf.Config()
+    config.engine_config.rejected_token_prefix_cache_enabled = False
+    return kbnf.Engine(f'start ::= {term_src} "\\x01";', vocab, config)
+
+
+def _kbnf_probe(engine, s: bytes) -> tuple[bool, bool]:
+    """(s is a viable prefix, s is in the terminal's language), by feeding s then the sentinel."""
+    engine.reset()
+    for b in s:
+        try:
+            engine.try_accept_new_bytes(bytes([b]))
+        except ValueError:
+            return False, False
+        if engine.is_finished():  # cannot happen: the sentinel is not in s
+            return False, False
+    try:
+        engine.try_accept_new_bytes(b"\x01")
+    except ValueError:
+        return True, False
+    return True, engine.is_finished()
+
+
+KBNF_CASES = [
+    (K.EARLY_END, "ab*"),
+    (K.EARLY_END, "a|ab"),
+    (K.EARLY_END, "(ab)*"),
+    (K.EARLY_END, "a*"),
+    (K.EARLY_END, "b*a|bb"),
+    (K.EARLY_END, "(a|ab)(c|bcd)"),
+    (K.EARLY_END, "[^a]+a"),
+    (K.EARLY_END, ".*\n\n"),
+    (K.COMPLEMENT, "a"),
+    (K.COMPLEMENT, "ab"),
+    (K.COMPLEMENT, "a|b|c"),
+    (K.COMPLEMENT, "ba|aa"),
+    (K.COMPLEMENT, "ba*c"),
+    (K.COMPLEMENT, "."),
+    (K.COMPLEMENT, "é"),
+    (K.COMPLEMENT, "a*"),
+    (K.SUBSTRINGS, "AB"),
+    (K.SUBSTRINGS, "abcab"),
+    (K.SUBSTRINGS, "aé"),
+    (K.SUBSTRINGS, ""),
+    (K.PLAIN, "a*b?"),
+    (K.PLAIN, "[^a]c"),
+]
+
+
+@pytest.mark.parametrize("kind,source", KBNF_CASES)
+def test_kinds_agree_with_kbnf(kind, source):
+    expr = ir.Literal(source.encode()) if kind == K.SUBSTRINGS else ir.Pattern(source)
+    dfa = build_dfa(ir.Terminal(expr, kind))
+    assert_well_formed(dfa)
+    engine = _kbnf_engine(KBNF_PREFIX[kind] + source.replace("\n", "\\n") + '"')
+    alphabet = KBNF_ALPHABET + (b"AB" if kind == K.SUBSTRINGS else b"")
+    mismatches = []
+    for n in range(5):
+        for t in itertools.product(alphabet, repeat=n):
+            s = bytes(t)
+            viable, member = _kbnf_probe(engine, s)
+            state = dfa.step(0, s)
+            ours = (state >= 0, state >= 0 and bool(dfa.accepting[state]))
+            if dfa.is_empty() and s == b"":
+                ours = (True, False)  # kbnf has no empty-language value: "" stays a dead end there
+            if ours != (viable, member):
+                mismatches.append((s, (viable, member), ours))
+    assert not mismatches, mismatches[:5]
+
+
+def test_kind_edge_cases():
+    assert build_dfa(ir.Terminal(ir.Pattern(""), K.EARLY_END)).is_empty()
+    assert build_dfa(ir.Terminal(ir.Pattern("a?"), K.COMPLEMENT)).is_empty()
+    every = build_dfa(ir.Terminal(ir.CharClass(()), K.COMPLEMENT))
+    assert every.matches(b"\xff\x00") and not every.nullable and every.n_states == 2
+    assert build_dfa(ir.Terminal(ir.Literal(b"abc"), K.SUBSTRINGS)).nullable
+    # suffix automaton size: at most 2n - 1 states for a literal of length n >= 2
+    assert build_dfa(ir.Terminal(ir.Literal(b"abcbcab" * 3), K.SUBSTRINGS)).n_states <= 2 * 21 - 1
+    with pytest.raises(DFATooLarge):
+        build_dfa(ir.Terminal(ir.Pattern("a(a|b){12}"), K.COMPLEMENT), max_states=1000)

@@ -1,0 +1,272 @@
+"""The regex front end: IR shape, errors with columns, canonical form, language."""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import interegular
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kbnf_gpu import ir
+from kbnf_gpu.errors import GrammarError
+from kbnf_gpu.frontends import parse_grammar
+from kbnf_gpu.frontends.regex import has_lazy_quantifier, parse_regex, translate_regex
+
+CORPUS = Path("/work/shared/corpus/cases.jsonl")
+
+
+def _pattern(g: ir.Grammar) -> ir.Pattern:
+    (rule,) = g.rules
+    assert isinstance(rule.body, ir.Terminal)
+    assert isinstance(rule.body.expr, ir.Pattern)
+    return rule.body.expr
+
+
+# ------------------------------------------------------------------ IR
+
+
+def test_ir_shape() -> None:
+    g = parse_regex("a[bc]+")
+    assert g.syntax == "regex" and g.end_mode == "eos" and g.start == "start"
+    assert g.source == "a[bc]+"
+    assert [r.name for r in g.rules] == ["start"]
+    assert _pattern(g) == ir.Pattern("a[bc]+", "")
+    assert parse_grammar("a[bc]+", "regex") == g
+
+
+@pytest.mark.parametrize(
+    "pattern, canonical",
+    [
+        ("^abc$", "abc"),
+        (r"\Aab\Z", "ab"),
+        ("^", ""),
+        ("$", ""),
+        ("^$", ""),
+        (r"^$|^https://x\.com/", r"(?:|https://x\.com/)"),
+        ("(^a|b$)", "[ab]"),
+        ("(?:^(?:^a))", "a"),
+        ("(?i)^a", "a"),
+        ("a{1,3}?", "a{1,3}"),
+        ("a+?b??c*?", "a+b?c*"),
+        ("[]a]", r"[\]a]"),
+        ("x{,2}", "x{0,2}"),
+        ("{}", r"\{\}"),
+        (r"\u0041\U0001F600\N{GREEK SMALL LETTER ALPHA}", "A😀α"),
+        (r"[\u0010-\u006F]", "[\\x10-o]"),
+        ("(?x) a b  # comment\n c", "abc"),
+        (r"\x00\n\t", r"\x00\x0a\x09"),
+        ("(?P<name>ab)(?#note)c", "abc"),
+        (r"[\d\w\s\D]", r"[\d\w\s\D]"),
+    ],
+)
+def test_canonical_form(pattern: str, canonical: str) -> None:
+    assert _pattern(parse_regex(pattern)).source == canonical
+
+
+@pytest.mark.parametrize(
+    "pattern, flags, out",
+    [
+        ("a.b", "", ("a.b", "")),
+        ("a.b", "s", ("a.b", "s")),
+        ("ab", "i", ("ab", "i")),
+        ("(?i)ab", "", ("ab", "i")),
+        ("(?s)a.", "m", ("a.", "s")),
+        ("a", "mux", ("a", "")),
+        ("(?i:a)B", "", ("(?i:a)B", "")),
+        ("(?-i:a)B", "i", ("(?-i:a)B", "i")),
+    ],
+)
+def test_flags(pattern: str, flags: str, out: tuple[str, str]) -> None:
+    assert _pattern(parse_regex(pattern, flags)) == ir.Pattern(*out)
+
+
+def test_lazy_detection() -> None:
+    assert has_lazy_quantifier(r'".*?"')
+    assert has_lazy_quantifier("(a{2,3}?)|b")
+    assert not has_lazy_quantifier("a*b+c?d{2}")
+
+
+# ------------------------------------------------------------- errors
+
+
+@pytest.mark.parametrize(
+    "pattern, column, words",
+    [
+        ("a^b", 2, "anchor '^'"),
+        ("a$b", 2, "anchor '$'"),
+        ("(^a)*", 2, "anchor '^'"),
+        ("(a$)b", 3, "anchor '$'"),
+        (r"ab\Zc", 3, r"anchor '\Z'"),
+        ("x{^}", 3, "anchor '^'"),
+        ("ab(?=c)", 3, "lookaround"),
+        ("ab(?!c)", 3, "lookaround"),
+        ("a(?<=a)", 2, "lookaround"),
+        ("a(?<!b)c", 2, "lookaround"),
+        (r"(a)\1", 4, "backreference"),
+        ("(?P<x>a)(?P=x)", 9, "backreference"),
+        (r"\bfoo", 1, "word-boundary"),
+        (r"foo\B", 4, "word-boundary"),
+        ("(a)?(?(1)b|c)", 5, "conditional"),
+        ("(?>ab)", 1, "atomic"),
+        ("ab*+", 3, "possessive"),
+        ("(a|b", 1, "missing )"),
+        ("a)", 2, "unbalanced parenthesis"),
+        ("[z-a]", 2, "bad character range"),
+        ("ab**", 4, "multiple repeat"),
+        (r"x\e", 2, r"bad escape \e"),
+        (r"\u{43}", 1, r"incomplete escape \u"),
+        ("(?<name>a)", 2, "unknown extension"),
+        ("(?a)\\d", 1, "ASCII"),
+    ],
+)
+def test_errors_have_columns(pattern: str, column: int, words: str) -> None:
+    with pytest.raises(GrammarError) as info:
+        parse_regex(pattern)
+    e = info.value
+    assert (e.line, e.column) == (1, column), str(e)
+    assert words in str(e)
+    assert e.excerpt is not None and e.excerpt.splitlines()[0] == pattern
+
+
+def test_error_line_in_verbose_pattern() -> None:
+    with pytest.raises(GrammarError) as info:
+        parse_regex("(?x)\n  ab   # fine\n  c(?=d)\n")
+    assert (info.value.line, info.value.column) == (3, 4)
+
+
+@pytest.mark.parametrize("flags", ["q", "a", "L"])
+def test_bad_flags(flags: str) -> None:
+    with pytest.raises(GrammarError, match="flag"):
+        parse_regex("a", flags)
+
+
+def test_not_a_string() -> None:
+    with pytest.raises(GrammarError):
+        parse_regex(b"abc")  # type: ignore[arg-type]
+
+
+def test_anchors_kept_as_errors_without_stripping() -> None:
+    from kbnf_gpu.frontends.regex import RegexIssue
+
+    with pytest.raises(RegexIssue) as info:
+        translate_regex("^ab", strip_anchors=False)
+    assert info.value.offset == 0
+
+
+# ------------------------------------------- canonical form = same language
+
+_ATOMS = ["a", "b", "ab", ".", "[ab]", "[^a]", r"\d", r"\W", "[a-c]", r"\.", "(a|b)", "(?:ab|a)", "()", "é"]
+_QUANTS = ["", "", "*", "+", "?", "{2}", "{1,2}", "{0,}", "*?", "??"]
+
+
+@st.composite
+def _regexes(draw: st.DrawFn, depth: int = 0) -> str:
+    parts = []
+    for _ in range(draw(st.integers(1, 3))):
+        if depth < 2 and draw(st.booleans()):
+            inner = draw(_regexes(depth + 1))
+            atom = draw(st.sampled_from(["(%s)", "(?:%s)", "(?i:%s)", "(?s:%s)"])) % inner
+        else:
+            atom = draw(st.sampled_from(_ATOMS))
+        parts.append(atom + draw(st.sampled_from(_QUANTS)))
+    alt = "".join(parts)
+    if draw(st.booleans()):
+        alt += "|" + draw(st.sampled_from(_ATOMS))
+    return alt
+
+
+_TEXTS = st.text(alphabet="abcAB.é\n1-", max_size=6)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_regexes(), st.sampled_from(["", "i", "s"]), st.lists(_TEXTS, min_size=1, max_size=8))
+def test_canonical_means_the_same(pattern: str, flags: str, texts: list[str]) -> None:
+    out = translate_regex(pattern, flags)
+    bits = sum(getattr(re, f.upper()) for f in out.flags)
+    orig_bits = sum(getattr(re, f.upper()) for f in flags)
+    interegular.parse_pattern(out.source)  # parses in the DFA builder's parser
+    for t in texts + [""]:
+        want = re.fullmatch(pattern, t, orig_bits) is not None
+        assert (re.fullmatch(out.source, t, bits) is not None) == want, (pattern, out, t)
+
+
+# ---------------------------------------------------------- language tests
+
+
+def _checker(g: ir.Grammar):
+    """``text -> status`` for one grammar; builds the parser once when check.py allows it."""
+    from kbnf_gpu import check
+
+    try:
+        from kbnf_gpu.normalize import normalize
+        from kbnf_gpu.runtime.earley import EarleyParser
+
+        parser = EarleyParser(normalize(g))
+        return lambda s: check.check_parser(parser, s).status
+    except (ImportError, AttributeError, TypeError):
+        return lambda s: check.check_text(g, s).status
+
+
+def _cases(fmt: str) -> list[dict]:
+    if not CORPUS.exists():
+        return []
+    lines = CORPUS.read_text(encoding="utf-8").split("\n")
+    return [c for c in map(json.loads, filter(None, lines)) if c["format"] == fmt]
+
+
+# Python's re refuses these (ECMAScript-only syntax): a GrammarError is the right answer.
+_REFUSED_BY_PYTHON_RE = {c["id"] for c in _cases("regex") if "python-re" in (c.get("peer_grammar_errors") or {})}
+
+
+@pytest.mark.parametrize("case", _cases("regex"), ids=lambda c: c["id"])
+def test_corpus(case: dict) -> None:
+    if case["id"] in _REFUSED_BY_PYTHON_RE:
+        with pytest.raises(GrammarError):
+            parse_regex(case["grammar"])
+        return
+    status_of = _checker(parse_regex(case["grammar"]))
+    prefix_ok = set(case.get("prefix_ok") or [])
+    for s in case["accept"]:
+        assert status_of(s) == "complete", s
+    for s in case["reject"]:
+        status = status_of(s)
+        assert status != "complete", s
+        if s in prefix_ok:
+            assert status == "prefix", s
+
+
+_DIFF_PATTERNS = [
+    "abc",
+    "a*b+c?",
+    "(ab|cd){1,3}e?",
+    "[a-c]+[^a-c]",
+    r"\d{2,3}(\.\d+)?",
+    "(a|ab)(c|bcd)",
+    "(?i)ab[c-e]",
+    "a.c",
+    "(?s)a.c",
+    r"[\w-]+@[\w]+\.(com|org)",
+    "x(y|z)*?x",
+    "^(a|b)*abb$",
+    r"\s*-?\d+\s*",
+    "(é|ü)+ß?",
+    "(?x) a b | c  # comment",
+]
+
+
+@pytest.mark.parametrize("pattern", _DIFF_PATTERNS)
+def test_differential_against_python_re(pattern: str) -> None:
+    status_of = _checker(parse_regex(pattern))
+    alphabet = sorted(set(re.sub(r"\\.|[\[\](){}*+?|^$\-]", "", pattern)) | set("ab1 .@x\n"))
+
+    @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(st.text(alphabet=alphabet, max_size=10))
+    def run(text: str) -> None:
+        want = re.fullmatch(pattern, text) is not None
+        status = status_of(text)
+        assert (status == "complete") == want, (pattern, text, status)
+
+    run()

@@ -1,0 +1,372 @@
+"""Differential test against the ``kbnf`` package (the oracle for eager mode).
+
+For each KBNF grammar both engines are driven along the same token paths:
+valid documents tokenized greedily (longest match over the vocabulary) and
+seeded random walks that choose uniformly among the allowed tokens. At every
+step the allowed sets must be IDENTICAL, a token rejected by one must be
+rejected by the other, and both must report ``Finished`` at the same token.
+
+Vocabularies: (a) a small random one per grammar (60-200 tokens of 1-4 bytes
+drawn from the grammar's documents, including split multi-byte UTF-8
+characters, with holes in the id space), seeded; (b) the real Llama-3
+vocabulary for a subset of the grammars (JSON included).
+
+Known semantics of kbnf's eager mode (probed on 0.4.2): the allowed set is
+every token t such that w+t is a viable prefix of L(G); after accepting t the
+engine is Finished iff the grammar completed at a byte boundary inside t.
+Differences that come from kbnf bugs are listed in ``KBNF_BUGS`` with the
+evidence, and the tests assert that kbnf still behaves that way.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import zlib
+
+import numpy as np
+import pytest
+
+from conftest import JSON_KBNF, compile_config
+from kbnf_gpu import Engine, TokenRejected, Vocabulary, compile_grammar
+
+kbnf = pytest.importorskip("kbnf")
+
+# ------------------------------------------------------------------ grammars
+# name -> (grammar, documents in L(G)). Every document must be a sentence.
+CASES: dict[str, tuple[str, list[str]]] = {
+    # the seed crate's documentation
+    "doc_quick": ('start ::= "你好" #e"(.|\\n)*\\n\\n";', ["你好hello\n\n", "你好250\nhello\n\n", "你好\n\n"]),
+    "doc_examples": ('start ::= #e"(.|\\n)*\\n\\n";', ["hellohello\n\n", "a\nb\n\n"]),
+    "doc_single": ('(*In KBNF, this is a comment.*)\nstart ::= "A"; (* exactly A *)', ["A"]),
+    "doc_two_definitions": ('start ::= "A";\nstart ::= "B";', ["A", "B"]),
+    "doc_concat": ('start ::= "A" "B";', ["AB"]),
+    "doc_alternation": ('start ::= "A" | "B";', ["A", "B"]),
+    "doc_alternation_loop": ('start ::= "A" start | "B" start | "C";', ["ABAC", "C", "BBBC"]),
+    "doc_grouping": ('start ::= ("A"|"B") "C";', ["AC", "BC"]),
+    "doc_option_brackets": ('start ::= "A" ["B"] "C";', ["AC", "ABC"]),
+    "doc_option_question": ('start ::= "A"? "B";', ["B", "AB"]),
+    "doc_balanced": ('start ::= "{" inner "}"; inner ::= ("{" inner "}")?;', ["{}", "{{}}", "{{{}}}"]),
+    "doc_repetition_braces": ('start ::= "A"{"A"};', ["A"]),
+    "doc_repetition_then_b": ('start ::= {"A"|"C"} "B";', ["B", "ACCAB", "AB"]),
+    "doc_star": ('start ::= "A"* "B";', ["B", "AAAB"]),
+    "doc_plus": ('start ::= ("A"|"B")+ "C";', ["AC", "ABBAC"]),
+    "doc_regex": ('start ::= #".*A";', ["xyzA", "A"]),
+    "doc_regex_early": ('start ::= #e".*AA";', ["xAyAA", "AA"]),
+    "doc_regex_complement": ('start ::= #ex"a|b|c" "A";', ["xyzA", "A!A"]),
+    "doc_substrs": ('start ::= #substrs"AB" \'\\n\';', ["\n", "A\n", "B\n", "AB\n"]),
+    # JSON
+    "json": (
+        JSON_KBNF,
+        [
+            '{"a": [1, 2.5e3, "x\\u00e9\\n", true, null], "b": {}}',
+            '[ -0.5E+3 , "你好😀" , false ]',
+            '{"key":"value","nested":{"list":[[],[{}]]}}',
+        ],
+    ),
+    # structure
+    "nested_brackets": (
+        'start ::= item; item ::= "[" items "]" | "[" "]" | "x"; items ::= item ("," item)*;',
+        ["[x,[x,[]],[[x]]]", "x", "[]"],
+    ),
+    "right_recursive_list": (
+        'start ::= "[" list "]"; list ::= num | num "," list; num ::= #"[0-9]+";',
+        ["[1,22,333]", "[7]"],
+    ),
+    "left_recursive_list": (
+        'start ::= "[" list "]"; list ::= num | list "," num; num ::= #"[0-9]+";',
+        ["[1,22,333]", "[7]"],
+    ),
+    "arithmetic": (
+        'start ::= expr ";"; expr ::= expr "+" term | expr "-" term | term;\n'
+        'term ::= term "*" factor | factor; factor ::= "(" expr ")" | #"[0-9]+" | "-" factor;',
+        ["1+2*3;", "(1+2)*-3-4;", "((42));"],
+    ),
+    "mutual_recursion": (
+        'start ::= a; a ::= "(" b ")" | "a"; b ::= "[" a "]" | "b";',
+        ["([(b)])", "a", "(b)"],
+    ),
+    "ambiguous": ('start ::= s "!"; s ::= s s | "a" | "ab";', ["aab!", "ab!", "a!"]),
+    "nullable_middle": ('start ::= "x" ws "y"; ws ::= #"[ \\t]*";', ["xy", "x  \ty"]),
+    "left_recursive_base": ('start ::= list "."; list ::= list "a" | "b";', ["b.", "baaa."]),
+    "xmlish": (
+        'start ::= "<a>" content "</a>";\n'
+        'content ::= (#"[a-z ]+" | "<b>" content "</b>")*;',
+        ["<a>hi <b>there</b> you</a>", "<a></a>", "<a><b><b>x</b></b></a>"],
+    ),
+    "object_pairs": (
+        'start ::= "{" (pair ("," pair)*)? "}"; pair ::= key ":" #"[0-9]+"; key ::= #"[a-z]+";',
+        ["{}", "{a:1}", "{ab:12,c:3}"],
+    ),
+    "two_rows": ('start ::= row row "END"; row ::= #"[a-z]+" ("," #"[a-z]+")* "\\n";', ["a,b\ncc\nEND"]),
+    # terminals
+    "common_prefixes": ('start ::= "abc" | "abd" | "ab" "e";', ["abc", "abd", "abe"]),
+    "optional_chain": ('start ::= "a" "b"? "c"? "d";', ["ad", "abd", "acd", "abcd"]),
+    "group_star": ('start ::= ("ab" | "cd")* "e";', ["e", "abcdabe"]),
+    "keywords": ('start ::= ("true" | "false" | "null") ";";', ["true;", "false;", "null;"]),
+    "number": (
+        'start ::= "-"? ("0" | #"[1-9][0-9]*") ("." #"[0-9]+")? (#"[eE][+-]?[0-9]+")? ";";',
+        ["0;", "-12.5e+3;", "7E9;"],
+    ),
+    "email_regex": ('start ::= #"[a-z]+@[a-z]+\\.(com|org)";', ["bob@example.com", "a@b.org"]),
+    "regex_counted": ('start ::= #"a{2,4}" "b";', ["aab", "aaaab"]),
+    "regex_early_lines": (
+        'start ::= "Q:" #e"[^\\n]*\\n" "A:" #e"[^\\n]*\\n";',
+        ["Q: why?\nA: because\n", "Q:\nA:\n"],
+    ),
+    "regex_complement_quote": ('start ::= "\\"" #ex"\\"" "\\"";', ['"hello world"', '"x"']),
+    "substrs_in_context": ('start ::= "<" #substrs"hello world" ">";', ["<>", "<lo wo>", "<hello world>"]),
+    "single_quotes_escapes": ("start ::= 'it\\'s' \"\\t\" \"\\u00e9\" \"\\n\";", ["it's\té\n"]),
+    # Unicode
+    "cjk_emoji_literals": ('start ::= ("你好" | "世界" | "😀")+ "。";', ["你好世界😀。", "😀😀。"]),
+    "emoji_range": ('start ::= #"[😀-😂]+" "!";', ["😀😁😂!", "😁!"]),
+    "cjk_class": ('start ::= #"[一-龥]{1,3}" "\\n";', ["中\n", "日本語\n"]),
+    "unicode_regex_alternation": ('start ::= #"(café|naïve|日本語)" ".";', ["café.", "naïve.", "日本語."]),
+}
+
+LLAMA3_CASES = [
+    "json",
+    "doc_quick",
+    "arithmetic",
+    "cjk_emoji_literals",
+    "right_recursive_list",
+    "email_regex",
+    "regex_early_lines",
+    "substrs_in_context",
+]
+
+# Differences that come from bugs in kbnf 0.4.2: case -> evidence. Each entry
+# is asserted (the test fails if kbnf stops behaving that way), never skipped.
+KBNF_BUGS: dict[str, str] = {}
+
+SMALL_WALKS = 4
+SMALL_WALK_STEPS = 30
+LLAMA3_WALKS = 2
+LLAMA3_WALK_STEPS = 12
+
+
+# ----------------------------------------------------------------- helpers
+@contextlib.contextmanager
+def quiet_stderr():
+    """kbnf (Rust) prints vocabulary warnings straight to fd 2."""
+    fd = os.dup(2)
+    try:
+        with open(os.devnull, "w") as devnull:
+            os.dup2(devnull.fileno(), 2)
+        yield
+    finally:
+        os.dup2(fd, 2)
+        os.close(fd)
+
+
+def kbnf_vocab(tokens: dict[int, bytes]):
+    return kbnf.Vocabulary(
+        {i: kbnf.Token(b) for i, b in tokens.items()},
+        {i: b.decode("utf-8", "replace") for i, b in tokens.items()},
+    )
+
+
+def kbnf_engine(grammar: str, vocab):
+    config = kbnf.Config()
+    config.engine_config.rejected_token_prefix_cache_enabled = False
+    with quiet_stderr():
+        return kbnf.Engine(grammar, vocab, config)
+
+
+def seed_of(*parts: object) -> int:
+    return zlib.crc32(repr(parts).encode())
+
+
+def small_vocab_tokens(name: str, docs: list[str]) -> dict[int, bytes]:
+    """60-200 distinct tokens of 1-4 bytes from the documents' bytes and characters; ids with holes."""
+    rng = np.random.default_rng(seed_of("vocab", name))
+    data = [d.encode() for d in docs]
+    chars = sorted({c for d in docs for c in d})
+    toks: set[bytes] = {bytes([b]) for d in data for b in d}  # every document stays tokenizable
+    toks.update(c.encode() for c in chars)
+    for c in chars:  # split multi-byte characters
+        e = c.encode()
+        if len(e) > 1:
+            toks.add(e[:-1])
+            toks.add(e[1:])
+    target = int(rng.integers(60, 201))
+    noise = [b"x", b"A", b" ", b"\n", b"{", b'"', b"0", b"\xe4", b"\xbd", b"\xf0\x9f"]
+    attempts = 0
+    while len(toks) < target and attempts < 10_000:
+        attempts += 1
+        kind = rng.integers(0, 3)
+        n = int(rng.integers(1, 5))
+        if kind == 0:  # a random byte slice of a document (may split UTF-8)
+            d = data[int(rng.integers(len(data)))]
+            if len(d) == 0:
+                continue
+            i = int(rng.integers(len(d)))
+            tok = d[i : i + n]
+        elif kind == 1:  # random characters of the documents
+            tok = "".join(chars[int(rng.integers(len(chars)))] for _ in range(n)).encode()[:4]
+        else:
+            tok = b"".join(noise[int(rng.integers(len(noise)))] for _ in range(n))[:4]
+        if tok:
+            toks.add(tok)
+    ordered = sorted(toks)
+    rng.shuffle(ordered)
+    out: dict[int, bytes] = {}
+    next_id = 1  # id 0 is a hole, as in the crate's examples
+    for tok in ordered:
+        if rng.random() < 0.1:
+            next_id += 1  # a hole
+        out[next_id] = tok
+        next_id += 1
+    return out
+
+
+def greedy_tokenize(doc: bytes, by_bytes: dict[bytes, int], max_len: int) -> list[int]:
+    ids = []
+    i = 0
+    while i < len(doc):
+        for n in range(min(max_len, len(doc) - i), 0, -1):
+            t = by_bytes.get(doc[i : i + n])
+            if t is not None:
+                ids.append(t)
+                i += n
+                break
+        else:
+            raise AssertionError(f"document not tokenizable at {doc[i:]!r}")
+    return ids
+
+
+class Pair:
+    """Our engine and kbnf's, driven in lock step."""
+
+    def __init__(self, compiled, kb) -> None:
+        self.ours = Engine(compiled)
+        self.kb = kb
+        self.kb.reset()
+        self.normal = compiled.vocab.normal_ids
+        self.trace: list[int] = []
+
+    def allowed(self) -> list[int]:
+        self.ours.compute_allowed_token_ids()
+        mine = self.ours.allowed_token_ids_from_last_computation()
+        self.kb.compute_allowed_token_ids()
+        theirs = sorted(self.kb.get_allowed_token_ids_from_last_computation())
+        if mine != theirs:
+            extra = sorted(set(mine) - set(theirs))[:10]
+            missing = sorted(set(theirs) - set(mine))[:10]
+            vocab = self.ours.compiled.vocab
+            raise AssertionError(
+                f"allowed sets differ after {self.trace} "
+                f"({vocab.decode_bytes(self.trace)!r}): only ours {[(t, vocab.token_bytes(t)) for t in extra]}, "
+                f"only kbnf {[(t, vocab.token_bytes(t)) for t in missing]}"
+            )
+        return mine
+
+    def accept(self, token: int) -> bool | None:
+        """Accept in both; the results must agree. Returns finished, or None if both rejected."""
+        try:
+            mine = self.ours.try_accept_new_token(token).name
+        except TokenRejected:
+            mine = "rejected"
+        try:
+            theirs = str(self.kb.try_accept_new_token(token)).rsplit(".", 1)[-1]
+        except ValueError:
+            theirs = "rejected"
+        assert mine == theirs, f"token {token} after {self.trace}: ours {mine}, kbnf {theirs}"
+        if mine == "rejected":
+            return None
+        self.trace.append(token)
+        assert self.ours.is_finished() == self.kb.is_finished() == (mine == "Finished")
+        return mine == "Finished"
+
+    def check_rejects(self, allowed: list[int], rng) -> None:
+        """A random disallowed normal token is rejected by both, and changes nothing."""
+        allowed_set = set(allowed)
+        candidates = [int(t) for t in rng.choice(self.normal, size=min(8, len(self.normal)), replace=False)]
+        for t in candidates:
+            if t not in allowed_set:
+                state = self.ours.matcher.state
+                assert self.accept(t) is None
+                assert self.ours.matcher.state == state
+                return
+
+
+def run_document(pair: Pair, ids: list[int], rng) -> None:
+    finished = False
+    for t in ids:
+        allowed = pair.allowed()
+        assert t in allowed, f"document token {t} not allowed after {pair.trace}"
+        pair.check_rejects(allowed, rng)
+        finished = pair.accept(t)
+        assert finished is not None
+        if finished:
+            break
+    assert finished, "a whole sentence was accepted but neither engine finished"
+    assert pair.allowed() == []
+
+
+def run_walk(pair: Pair, rng, steps: int) -> None:
+    for _ in range(steps):
+        allowed = pair.allowed()
+        if not allowed:
+            assert pair.ours.is_finished(), f"stuck (empty allowed set, not finished) after {pair.trace}"
+            return
+        if rng.random() < 0.3:
+            pair.check_rejects(allowed, rng)
+        if pair.accept(int(rng.choice(allowed))):
+            assert pair.allowed() == []
+            return
+
+
+def differential(name: str, compiled, kb, tokens: dict[int, bytes], walks: int, walk_steps: int) -> None:
+    grammar, docs = CASES[name]
+    by_bytes = {b: i for i, b in tokens.items()}
+    max_len = max(map(len, tokens))
+    rng = np.random.default_rng(seed_of("paths", name, len(tokens)))
+    for doc in docs:
+        ids = greedy_tokenize(doc.encode(), by_bytes, max_len)
+        run_document(Pair(compiled, kb), ids, rng)
+    for _ in range(walks):
+        run_walk(Pair(compiled, kb), rng, walk_steps)
+
+
+# ------------------------------------------------------------------- tests
+def test_case_count():
+    assert len(CASES) >= 40
+    assert len(LLAMA3_CASES) >= 5 and "json" in LLAMA3_CASES
+    assert set(KBNF_BUGS) <= set(CASES)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_small_vocab(name):
+    grammar, docs = CASES[name]
+    tokens = small_vocab_tokens(name, docs)
+    assert 60 <= len(tokens) <= 200
+    assert all(1 <= len(b) <= 4 for b in tokens.values())
+    vocab = Vocabulary(tokens)
+    kb = kbnf_engine(grammar, kbnf_vocab(tokens))
+    for use_tables in dict.fromkeys([False, None]):
+        compiled = compile_grammar(grammar, vocab, syntax="kbnf", config=compile_config(use_tables))
+        assert compiled.end_mode == "eager"  # KBNF's default
+        if name in KBNF_BUGS:
+            with pytest.raises(AssertionError):
+                differential(name, compiled, kb, tokens, SMALL_WALKS, SMALL_WALK_STEPS)
+        else:
+            differential(name, compiled, kb, tokens, SMALL_WALKS, SMALL_WALK_STEPS)
+
+
+@pytest.fixture(scope="module")
+def llama3_pair(llama3_vocab):
+    tokens = {int(i): llama3_vocab.token_bytes(int(i)) for i in llama3_vocab.normal_ids}
+    return tokens, kbnf_vocab(tokens)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", LLAMA3_CASES)
+def test_llama3_vocab(name, llama3_vocab, llama3_pair, request):
+    grammar, _ = CASES[name]
+    tokens, kvocab = llama3_pair
+    if name == "json":
+        compiled = request.getfixturevalue("llama3_json_eager")
+    else:
+        compiled = compile_grammar(grammar, llama3_vocab, syntax="kbnf", config=compile_config())
+    kb = kbnf_engine(grammar, kvocab)
+    differential(name, compiled, kb, tokens, LLAMA3_WALKS, LLAMA3_WALK_STEPS)

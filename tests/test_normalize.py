@@ -1,0 +1,113 @@
+"""Normalization: desugaring, cleanup errors, and that fusion never changes a language."""
+from __future__ import annotations
+
+import itertools
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kbnf_gpu import ir
+from kbnf_gpu.errors import GrammarError
+from kbnf_gpu.normalize import NormalizeConfig, normalize
+from kbnf_gpu.runtime.earley import DEAD, EarleyParser
+
+NAMES = ["s", "a", "b", "c"]
+
+leaf = st.one_of(
+    st.sampled_from([b"x", b"y", b"xy", b""]).map(lambda v: ir.Terminal(ir.Literal(v))),
+    st.sampled_from(["x*", "y+", "[xy]", "(xy)?"]).map(lambda p: ir.Terminal(ir.Pattern(p))),
+    st.sampled_from(NAMES[1:]).map(ir.Ref),
+)
+
+
+def extend(children):
+    return st.one_of(
+        st.lists(children, min_size=1, max_size=3).map(lambda xs: ir.Sequence(tuple(xs))),
+        st.lists(children, min_size=2, max_size=3).map(lambda xs: ir.Choice(tuple(xs))),
+        st.tuples(children, st.integers(0, 2), st.one_of(st.none(), st.integers(0, 3))).map(
+            lambda t: ir.Repetition(t[0], t[1], None if t[2] is None else max(t[1], t[2]))
+        ),
+    )
+
+
+exprs = st.recursive(leaf, extend, max_leaves=6)
+
+
+@st.composite
+def grammars(draw):
+    rules = []
+    for name in NAMES:
+        body = draw(exprs)
+        # every name gets a terminal alternative so the grammar is productive
+        rules.append(ir.Rule(name, ir.Choice((body, ir.Terminal(ir.Literal(b"y"))))))
+    return ir.Grammar(rules=tuple(rules), start="s", syntax="test")
+
+
+def language(grammar: ir.Grammar, fuse: bool, max_len: int = 4) -> dict[bytes, tuple[bool, bool]]:
+    parser = EarleyParser(normalize(grammar, NormalizeConfig(fuse=fuse)))
+    out = {}
+    for n in range(max_len + 1):
+        for chars in itertools.product(b"xy", repeat=n):
+            w = bytes(chars)
+            state, _, _ = parser.step_bytes(parser.initial_state, w)
+            out[w] = (state != DEAD, state != DEAD and parser.is_accepting(state))
+    return out
+
+
+@settings(max_examples=80, deadline=None)
+@given(grammars())
+def test_fusion_never_changes_the_language(grammar):
+    assert language(grammar, fuse=True) == language(grammar, fuse=False)
+
+
+def test_fusion_turns_char_level_rules_into_one_terminal():
+    digit = ir.Terminal(ir.CharClass(((ord("0"), ord("9")),)))
+    number = ir.Rule("number", ir.Repetition(ir.Ref("digit"), 1, None))
+    grammar = ir.Grammar(
+        rules=(ir.Rule("root", ir.Sequence((ir.Ref("number"), ir.Terminal(ir.Literal(b";"))))),
+               number, ir.Rule("digit", digit)),
+        start="root", syntax="test")
+    fused = normalize(grammar)
+    assert len(fused.terminals) == 1  # "[0-9]+;" became one lexeme
+    assert len(normalize(grammar, NormalizeConfig(fuse=False)).terminals) == 2
+
+
+def test_undefined_reference_names_rule_and_position():
+    grammar = ir.Grammar(rules=(ir.Rule("s", ir.Ref("missing", ir.Span(3, 7))),), start="s", syntax="test")
+    with pytest.raises(GrammarError) as info:
+        normalize(grammar)
+    assert info.value.line == 3 and info.value.column == 7 and info.value.rule == "s"
+    assert "missing" in str(info.value)
+
+
+def test_unproductive_start_is_an_error():
+    grammar = ir.Grammar(rules=(ir.Rule("s", ir.Sequence((ir.Terminal(ir.Literal(b"a")), ir.Ref("s")))),),
+                         start="s", syntax="test")
+    with pytest.raises(GrammarError, match="unproductive"):
+        normalize(grammar)
+
+
+def test_missing_start_rule_is_an_error():
+    grammar = ir.Grammar(rules=(ir.Rule("s", ir.Terminal(ir.Literal(b"a"))),), start="start", syntax="test")
+    with pytest.raises(GrammarError, match="start"):
+        normalize(grammar)
+
+
+def test_unreachable_and_unproductive_rules_are_dropped():
+    grammar = ir.Grammar(rules=(
+        ir.Rule("s", ir.Choice((ir.Terminal(ir.Literal(b"a")), ir.Ref("loop")))),
+        ir.Rule("loop", ir.Sequence((ir.Terminal(ir.Literal(b"b")), ir.Ref("loop")))),
+        ir.Rule("orphan", ir.Terminal(ir.Literal(b"c"))),
+    ), start="s", syntax="test")
+    bnf = normalize(grammar, NormalizeConfig(fuse=False))
+    assert "orphan" not in bnf.nonterminals and "loop" not in bnf.nonterminals
+
+
+def test_bounded_repetition_counts():
+    grammar = ir.Grammar(rules=(ir.Rule("s", ir.Repetition(ir.Terminal(ir.Literal(b"x")), 2, 4)),),
+                         start="s", syntax="test")
+    for fuse in (True, False):
+        lang = language(grammar, fuse, max_len=5)
+        complete = {w for w, (_, c) in lang.items() if c}
+        assert complete == {b"xx", b"xxx", b"xxxx"}

@@ -1,0 +1,471 @@
+"""Token tables (INSIDE / CROSS / HASLEX / DEEP) against their brute-force definitions."""
+from __future__ import annotations
+
+import ast
+import hashlib
+import pathlib
+from dataclasses import dataclass, field
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kbnf_gpu.compile import dfa_walk
+from kbnf_gpu.compile.row_store import EMPTY_REF, RowStore
+from kbnf_gpu.compile.table_cache import TableCache, decode_table, encode_table
+from kbnf_gpu.compile.tables import (
+    LexemeSplits,
+    cross_sets,
+    deep_sets,
+    inside_sets,
+    lexeme_splits,
+)
+from kbnf_gpu.compile.token_sets import TokenSet, sets_from_pairs, words_for
+from kbnf_gpu.compile.token_trie import TokenTrie
+from kbnf_gpu.vocab import Vocabulary
+
+# ------------------------------------------------------------------ helpers
+
+
+@dataclass(frozen=True, eq=False)
+class ArrayDFA:
+    """A ByteDFA look-alike built straight from arrays (start state 0)."""
+
+    transitions: np.ndarray
+    accepting: np.ndarray
+    fingerprint: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        t = np.ascontiguousarray(self.transitions, dtype=np.int32)
+        a = np.ascontiguousarray(self.accepting, dtype=bool)
+        object.__setattr__(self, "transitions", t)
+        object.__setattr__(self, "accepting", a)
+        h = hashlib.sha256(t.tobytes() + a.tobytes() + str(t.shape).encode())
+        object.__setattr__(self, "fingerprint", h.hexdigest())
+
+
+def make_dfa(n: int, edges: dict[tuple[int, int], int], accepting) -> ArrayDFA:
+    trans = np.full((n, 256), -1, dtype=np.int32)
+    for (s, b), t in edges.items():
+        trans[s, b] = t
+    acc = np.zeros(n, dtype=bool)
+    acc[list(accepting)] = True
+    return ArrayDFA(trans, acc)
+
+
+def literal_dfa(lit: bytes, accepting=None) -> ArrayDFA:
+    n = len(lit) + 1
+    edges = {(i, b): i + 1 for i, b in enumerate(lit)}
+    return make_dfa(n, edges, [n - 1] if accepting is None else accepting)
+
+
+def shuffled(dfa: ArrayDFA, perm: np.ndarray) -> ArrayDFA:
+    """Same language, states renamed by ``perm`` (perm[0] must stay 0)."""
+    inv = np.argsort(perm)
+    t = dfa.transitions[inv]
+    t = np.where(t >= 0, perm[np.maximum(t, 0)], -1)
+    return ArrayDFA(t, dfa.accepting[inv])
+
+
+def vocab_of(tokens: list[bytes]) -> Vocabulary:
+    return Vocabulary({i: t for i, t in enumerate(tokens)})
+
+
+def run(dfa: ArrayDFA, q: int, data: bytes) -> int:
+    for b in data:
+        q = int(dfa.transitions[q, b])
+        if q < 0:
+            return -1
+    return q
+
+
+def accepts(dfa: ArrayDFA, q: int) -> bool:
+    return q >= 0 and bool(dfa.accepting[q])
+
+
+def brute_inside(dfa, tokens, q):
+    return {i for i, t in enumerate(tokens) if t and run(dfa, q, t) >= 0}
+
+
+def brute_cross(a, b, tokens, q):
+    return {
+        i
+        for i, t in enumerate(tokens)
+        if any(accepts(a, run(a, q, t[:k])) and run(b, 0, t[k:]) >= 0 for k in range(1, len(t)))
+    }
+
+
+def brute_haslex(b, t, k) -> bool:
+    return any(accepts(b, run(b, 0, t[k:j])) for j in range(k + 1, len(t)))
+
+
+def brute_deep(a, bs, tokens, q):
+    return {
+        i
+        for i, t in enumerate(tokens)
+        if any(
+            accepts(a, run(a, q, t[:k])) and any(brute_haslex(b, t, k) for b in bs)
+            for k in range(1, len(t) - 1)
+        )
+    }
+
+
+def ids(s: TokenSet) -> set[int]:
+    return set(s.to_ids().tolist())
+
+
+# ----------------------------------------------------------- strategies
+
+ALPHABET = [0x00, 0x22, 0x61, 0x62, 0x7B, 0xC3, 0xA9, 0xFF]  # NUL " a b { and é's bytes
+
+
+@st.composite
+def dfas(draw, max_states: int = 6) -> ArrayDFA:
+    n = draw(st.integers(1, max_states))
+    edges = {}
+    for s in range(n):
+        for b in ALPHABET:
+            if draw(st.booleans()):
+                edges[(s, b)] = draw(st.integers(0, n - 1))
+    accepting = draw(st.sets(st.integers(0, n - 1)))
+    return make_dfa(n, edges, accepting)
+
+
+token_bytes = st.one_of(
+    st.binary(max_size=0),
+    st.lists(st.sampled_from(ALPHABET), min_size=1, max_size=6).map(bytes),
+    st.lists(st.sampled_from(ALPHABET), min_size=7, max_size=40).map(bytes),
+    st.text(alphabet="a\"{é€😀 ", min_size=1, max_size=5).map(str.encode),
+)
+vocabs = st.lists(token_bytes, min_size=1, max_size=70)
+
+FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+# ----------------------------------------------------------------- trie
+
+
+@FAST
+@given(vocabs)
+def test_trie_matches_sorted_tokens(tokens):
+    vocab = vocab_of(tokens)
+    trie = TokenTrie.from_vocab(vocab)
+    rows = [trie.row_bytes(r) for r in range(trie.rows)]
+    assert rows == sorted(t for t in tokens if t)
+    assert [tokens[i] for i in trie.row_ids.tolist()] == rows
+    prefixes = {t[:d] for t in tokens for d in range(1, len(t) + 1)}
+    assert trie.node_count == len(prefixes)
+    assert trie.node_count == int(trie.depth_start[-1]) - 1
+    for n in range(1, trie.node_count + 1):
+        d = int(trie.node_depth[n])
+        assert trie.depth_start[d] <= n < trie.depth_start[d + 1]
+        block = rows[trie.node_lo[n] : trie.node_lo[n] + trie.node_size[n]]
+        p = block[0][:d]
+        assert len(p) == d and p[-1] == trie.node_byte[n]
+        assert all(r.startswith(p) for r in block)
+        assert sum(r.startswith(p) for r in rows) == len(block)
+        assert sum(r == p for r in rows) == trie.node_nterm[n]
+        kids = range(trie.first_child[n], trie.first_child[n] + trie.n_children[n])
+        assert sorted({r[: d + 1] for r in block if len(r) > d}) == [
+            rows[trie.node_lo[c]][: d + 1] for c in kids
+        ]
+        assert (trie.path_nodes([p])[0, :d] >= 0).all() and trie.path_nodes([p])[0, d - 1] == n
+    assert (np.diff(trie.child_key) > 0).all()
+
+
+# ------------------------------------------------------- tables vs brute
+
+
+@FAST
+@given(dfas(), vocabs)
+def test_inside_matches_definition(dfa, tokens):
+    vocab = vocab_of(tokens)
+    sets = inside_sets(dfa, vocab, sparse_limit=3)
+    assert len(sets) == dfa.transitions.shape[0]
+    for q, s in enumerate(sets):
+        assert ids(s) == brute_inside(dfa, tokens, q)
+        assert s.is_dense == (s.count > 3)
+
+
+@FAST
+@given(dfas(), dfas(), vocabs)
+def test_cross_matches_definition(a, b, tokens):
+    vocab = vocab_of(tokens)
+    sets = cross_sets(a, b, vocab, sparse_limit=3)
+    for q, s in enumerate(sets):
+        assert ids(s) == brute_cross(a, b, tokens, q)
+
+
+@FAST
+@given(dfas(), vocabs)
+def test_lexeme_splits_match_definition(b, tokens):
+    splits = lexeme_splits(b, vocab_of(tokens))
+    got = set(zip(splits.token_ids.tolist(), splits.offsets.tolist()))
+    want = {(i, k) for i, t in enumerate(tokens) for k in range(len(t)) if brute_haslex(b, t, k)}
+    assert got == want
+    keys = splits.keys(1000)
+    assert (np.diff(keys) > 0).all()
+
+
+@FAST
+@given(dfas(), st.lists(dfas(max_states=4), max_size=2), vocabs)
+def test_deep_matches_definition(a, bs, tokens):
+    vocab = vocab_of(tokens)
+    sets = deep_sets(a, [lexeme_splits(b, vocab) for b in bs], vocab, sparse_limit=3)
+    for q, s in enumerate(sets):
+        assert ids(s) == brute_deep(a, bs, tokens, q)
+
+
+@st.composite
+def chains(draw) -> tuple[ArrayDFA, bytes]:
+    lit = bytes(draw(st.lists(st.sampled_from(ALPHABET), max_size=12)))
+    n = len(lit) + 1
+    accepting = draw(st.sets(st.integers(0, n - 1))) | {n - 1}
+    perm = np.concatenate([[0], 1 + np.array(draw(st.permutations(range(n - 1))), dtype=int)])
+    return shuffled(literal_dfa(lit, sorted(accepting)), perm.astype(np.int64)), lit
+
+
+@FAST
+@given(chains(), dfas(), vocabs)
+def test_literal_fast_path_equals_generic(chain, b, tokens):
+    dfa, lit = chain
+    trie = TokenTrie.from_vocab(vocab_of(tokens))
+    detected = dfa_walk.chain_literal(dfa)
+    assert detected is not None and detected[0] == lit
+    fast = dfa_walk.walk_chain(trie, dfa, detected)
+    slow = dfa_walk.walk_all_states(trie, dfa)
+    n = dfa.transitions.shape[0]
+    V = trie.vocab_size
+    assert sets_from_pairs(fast.inside_states, fast.inside_tokens, n, V) == sets_from_pairs(
+        slow.inside_states, slow.inside_tokens, n, V
+    )
+    for name in ("depth", "node", "ptr", "states"):
+        assert np.array_equal(getattr(fast.events, name), getattr(slow.events, name))
+    # and the public functions (which take the fast path) agree with brute force
+    for q, s in enumerate(cross_sets(dfa, b, trie)):
+        assert ids(s) == brute_cross(dfa, b, tokens, q)
+    for q, s in enumerate(inside_sets(dfa, trie)):
+        assert ids(s) == brute_inside(dfa, tokens, q)
+
+
+def test_chain_detection_rejects_non_chains():
+    assert dfa_walk.chain_literal(make_dfa(2, {(0, 97): 1, (0, 98): 1}, [1])) is None
+    assert dfa_walk.chain_literal(make_dfa(2, {(0, 97): 1, (1, 97): 1}, [1])) is None  # a+
+    assert dfa_walk.chain_literal(make_dfa(3, {(0, 97): 1}, [1])) is None  # unreachable state
+    assert dfa_walk.chain_literal(literal_dfa(b""))[0] == b""
+    assert dfa_walk.chain_literal(literal_dfa(b"true"))[0] == b"true"
+
+
+def test_edge_vocabularies():
+    a = literal_dfa(b"ab")
+    only_specials = Vocabulary({0: b"", 1: None}, size=33)
+    for s in inside_sets(a, only_specials) + cross_sets(a, a, only_specials):
+        assert s.count == 0 and s.vocab_size == 33
+    long = [b"ab" * 200, b"a", b"ab"]  # a token far longer than the DFA
+    sets = inside_sets(make_dfa(2, {(0, 97): 1, (1, 98): 0}, [0, 1]), vocab_of(long))
+    assert ids(sets[0]) == {0, 1, 2} and ids(sets[1]) == set()
+
+
+REGEXES = [
+    r'"([^"\\\x00-\x1f]|\\["\\/bfnrtu])*"',
+    r"-?(0|[1-9][0-9]*)(\.[0-9]+)?",
+    r"[ \t\n]*",
+    r"é+|[^a]",
+    r"(ab|a)*b?",
+    r"true|tru",
+]
+
+
+@pytest.fixture(scope="module")
+def regex_dfas():
+    from kbnf_gpu import ir
+    from kbnf_gpu.automata import regexpr_to_dfa
+
+    return [regexpr_to_dfa(ir.Pattern(p)) for p in REGEXES]
+
+
+REAL_TOKENS = st.text(alphabet='ab"\\ \t\n-.019eé{}\x01', min_size=0, max_size=8).map(str.encode)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(st.lists(REAL_TOKENS, min_size=1, max_size=60), st.data())
+def test_real_regex_dfas_match_definition(regex_dfas, tokens, data):
+    vocab = vocab_of(tokens)
+    a = data.draw(st.sampled_from(regex_dfas))
+    b = data.draw(st.sampled_from(regex_dfas))
+    for q, s in enumerate(inside_sets(a, vocab)):
+        assert ids(s) == brute_inside(a, tokens, q)
+    for q, s in enumerate(cross_sets(a, b, vocab)):
+        assert ids(s) == brute_cross(a, b, tokens, q)
+    for q, s in enumerate(deep_sets(a, [lexeme_splits(b, vocab)], vocab)):
+        assert ids(s) == brute_deep(a, [b], tokens, q)
+
+
+def test_empty_language_dfa():
+    from kbnf_gpu.automata.dfa import empty_dfa
+
+    vocab = vocab_of([b"a", b"ab", b"b"])
+    empty, lit = empty_dfa(), literal_dfa(b"a")
+    assert inside_sets(empty, vocab) == () and cross_sets(empty, lit, vocab) == ()
+    assert all(not s for s in cross_sets(lit, empty, vocab))
+    assert lexeme_splits(empty, vocab).count == 0
+    assert all(not s for s in deep_sets(lit, [lexeme_splits(empty, vocab)], vocab))
+
+
+# --------------------------------------------------------------- TokenSet
+
+
+@FAST
+@given(st.integers(1, 200).flatmap(lambda v: st.tuples(st.just(v), st.sets(st.integers(0, v - 1)))))
+def test_token_set_representations(case):
+    V, members = case
+    a = TokenSet.from_ids(members, V, sparse_limit=5)
+    assert a.is_dense == (len(members) > 5)
+    assert ids(a) == members and a.count == len(members)
+    bits = a.to_bitset()
+    assert bits.dtype == np.uint32 and bits.shape == (words_for(V),)
+    for t in members:
+        assert (int(bits[t // 32]) >> (t % 32)) & 1
+    assert TokenSet.from_bitset(bits, V, sparse_limit=5) == a
+    assert TokenSet.from_ids(members, V, sparse_limit=10_000) == a  # equality ignores the form
+    assert hash(TokenSet.from_ids(members, V, sparse_limit=0)) == hash(a)
+    assert a.to_bitset(words_for(V) + 2)[-2:].tolist() == [0, 0]
+    assert all(t in a for t in members) and (V not in a)
+    other = TokenSet.from_ids(range(0, V, 3), V, sparse_limit=5)
+    assert ids(a | other) == members | set(range(0, V, 3))
+
+
+# --------------------------------------------------------------- RowStore
+
+
+def test_row_store_dedup_and_round_trip():
+    V = 100
+    store = RowStore(V, sparse_limit=4)
+    dense1 = TokenSet.from_ids(range(50), V, sparse_limit=4)
+    dense2 = TokenSet.from_ids(range(1, 51), V, sparse_limit=4)
+    small = TokenSet.from_ids([3, 7], V, sparse_limit=4)
+    refs = store.add_all(
+        [dense1, small, dense2, TokenSet.from_ids(range(50), V, sparse_limit=1000), small, TokenSet.empty(V)]
+    )
+    assert refs[0] == refs[3] >= 0 and refs[2] >= 0 and refs[0] != refs[2]
+    assert refs[1] == refs[4] < 0 and refs[5] == EMPTY_REF
+    assert store.dense_count == 2 and store.sparse_count == 2
+    arrays = store.to_arrays()
+    assert all(isinstance(v, np.ndarray) and v.dtype != object for v in arrays.values())
+    assert arrays["dense_rows"].shape == (2, words_for(V))
+    back = RowStore.from_arrays(arrays)
+    for ref, s in zip(refs, [dense1, small, dense2, dense1, small, TokenSet.empty(V)]):
+        assert back.get(ref) == s == store.get(ref)
+    assert back.add(dense2) == refs[2] and back.add(small) == refs[1]
+    assert back.dense_count == 2 and back.sparse_count == 2
+    with pytest.raises(ValueError):
+        RowStore.from_arrays({**arrays, "sparse_ids": np.array([3, 700], dtype=np.int32)})
+
+
+# -------------------------------------------------------------- TableCache
+
+
+def test_table_cache_memory_and_disk(tmp_path):
+    tokens = [b"a", b"ab", b"\"a", b"b\"", b"{\"", b"", b"\"\"{"]
+    vocab = vocab_of(tokens)
+    a = make_dfa(2, {(0, 0x22): 1, (1, 97): 1, (1, 98): 1}, [1])
+    b = literal_dfa(b"{")
+    cache = TableCache(tmp_path / "tables", sparse_limit=1)
+    first = (cache.inside(a, vocab), cache.cross(a, b, vocab), cache.splits(b, vocab), cache.deep(a, [b], vocab))
+    assert cache.misses == 4 and cache.hits == 1  # deep reuses the splits
+    again = (cache.inside(a, vocab), cache.cross(a, b, vocab), cache.splits(b, vocab), cache.deep(a, [b, b], vocab))
+    assert all(x is y for x, y in zip(first, again))
+    assert first[0] == inside_sets(a, vocab, sparse_limit=1)
+    files = list((tmp_path / "tables").glob("*.npy"))
+    assert len(files) == 4
+    for f in files:  # every entry loads without pickle
+        assert np.load(f, allow_pickle=False).dtype == np.uint32
+    cold = TableCache(tmp_path / "tables", sparse_limit=1)
+    loaded = (cold.inside(a, vocab), cold.cross(a, b, vocab), cold.splits(b, vocab), cold.deep(a, [b], vocab))
+    assert cold.disk_hits == 4 and cold.misses == 0
+    assert loaded == first
+    other_limit = TableCache(tmp_path / "tables", sparse_limit=256)
+    other_limit.inside(a, vocab)
+    assert other_limit.misses == 1
+    for i, f in enumerate(files):  # a corrupt entry is recomputed, not trusted
+        f.write_bytes(b"garbage" if i % 2 else f.read_bytes()[:-4])
+    broken = TableCache(tmp_path / "tables", sparse_limit=1)
+    assert broken.inside(a, vocab) == first[0] and broken.cross(a, b, vocab) == first[1]
+    assert broken.splits(b, vocab) == first[2] and broken.deep(a, [b], vocab) == first[3]
+    assert broken.misses == 4 and broken.disk_hits == 0
+
+
+def test_encode_decode_round_trip():
+    sets = (TokenSet.from_ids([1, 2], 40), TokenSet.from_ids(range(30), 40, sparse_limit=3), TokenSet.empty(40))
+    blob = encode_table(sets)
+    assert blob.dtype == np.uint32 and blob.ndim == 1
+    assert decode_table(blob) == sets
+    splits = LexemeSplits(40, np.array([1, 1, 5], np.int32), np.array([0, 2, 1], np.int32))
+    assert decode_table(encode_table(splits)) == splits
+    for bad in (blob[:-1], blob.astype(np.int64), np.concatenate([blob, blob[:1]])):
+        with pytest.raises(ValueError):
+            decode_table(bad)
+
+
+def test_no_pickle_in_compile_package():
+    root = pathlib.Path(__file__).resolve().parents[1] / "kbnf_gpu" / "compile"
+    mine = ["token_trie.py", "token_sets.py", "dfa_walk.py", "tables.py", "row_store.py", "table_cache.py"]
+    for name in mine:
+        tree = ast.parse((root / name).read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                names = [a.name for a in node.names] + [getattr(node, "module", None) or ""]
+                assert not any("pickle" in n or n == "marshal" for n in names), name
+            if isinstance(node, ast.keyword) and node.arg == "allow_pickle":
+                assert isinstance(node.value, ast.Constant) and node.value.value is False, name
+
+
+# ------------------------------------------------------------- Llama-3
+
+
+@pytest.fixture(scope="session")
+def llama3():
+    """Llama-3's tokens (b"" for specials), vocabulary and trie, built once per session."""
+    vocab = Vocabulary.from_name("llama3")
+    matrix, lengths = vocab.token_matrix()
+    tokens = [matrix[i, :n].tobytes() for i, n in enumerate(lengths.tolist())]
+    return tokens, vocab, TokenTrie.from_vocab(vocab)
+
+
+def _json_string_dfa() -> ArrayDFA:
+    """``"([^"\\\\\\x00-\\x1f]|\\\\["\\\\/bfnrtu])*"`` over bytes (any byte >= 0x20 inside)."""
+    trans = np.full((4, 256), -1, dtype=np.int32)
+    trans[0, 0x22] = 1
+    trans[1, 0x20:] = 1
+    trans[1, 0x22] = 3
+    trans[1, 0x5C] = 2
+    for c in b'"\\/bfnrtu':
+        trans[2, c] = 1
+    return ArrayDFA(trans, np.array([False, False, False, True]))
+
+
+@pytest.mark.slow
+def test_llama3_tables_match_brute_force_sample(llama3):
+    tokens, vocab, trie = llama3
+    assert trie.rows == sum(1 for t in tokens if t) and trie.vocab_size == len(tokens) == vocab.size
+    assert trie.max_len == max(map(len, tokens))
+    assert tokens.index(b" the") >= 0 and tokens.index(b'",') >= 0
+    s = _json_string_dfa()
+    comma = literal_dfa(b",")
+    rng = np.random.default_rng(0)
+    sample = rng.choice(len(tokens), 3000, replace=False).tolist()
+    sample += [i for i, t in enumerate(tokens) if t.startswith(b'"') or t.endswith(b'"')][:3000]
+    inside = inside_sets(s, trie)
+    cross = cross_sets(s, comma, trie)
+    deep = deep_sets(s, [lexeme_splits(comma, trie), lexeme_splits(s, trie)], trie)
+    for q in range(4):
+        for i in sample:
+            t = tokens[i]
+            assert (i in inside[q]) == (bool(t) and run(s, q, t) >= 0)
+            assert (i in cross[q]) == bool(brute_cross(s, comma, [t], q))
+            assert (i in deep[q]) == bool(brute_deep(s, [comma, s], [t], q))
+    assert inside[1].is_dense and inside[1].count > 100_000
+    assert cross[1].count > 0
+    assert all(tokens[i].startswith(b'"",') for i in cross[0].to_ids().tolist())
+    assert tokens.index(b'",') in cross[1] and tokens.index(b'",') not in cross[2]
