@@ -70,8 +70,8 @@ def _sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def time_cpu(fn: Callable[[int], None], repeats: int, warmup: int) -> float:
-    """Median seconds per call of ``fn(i)`` on the CPU."""
+def time_cpu(fn: Callable[[int], None], repeats: int, warmup: int) -> tuple[float, float]:
+    """(median, min) seconds per call of ``fn(i)`` on the CPU."""
     for i in range(warmup):
         fn(i)
     samples = []
@@ -79,11 +79,13 @@ def time_cpu(fn: Callable[[int], None], repeats: int, warmup: int) -> float:
         t0 = time.perf_counter()
         fn(i)
         samples.append(time.perf_counter() - t0)
-    return statistics.median(samples)
+    return statistics.median(samples), min(samples)
 
 
-def time_cuda(fn: Callable[[int], None], repeats: int, warmup: int, inner: int, graph: bool) -> float | None:
-    """Median seconds per call of ``fn(i)``: events around ``inner`` calls, eager or CUDA-graph replay."""
+def time_cuda(
+    fn: Callable[[int], None], repeats: int, warmup: int, inner: int, graph: bool
+) -> tuple[float, float] | None:
+    """(median, min) seconds per call of ``fn(i)``: events around ``inner`` calls, eager or CUDA-graph replay."""
     for i in range(warmup):
         fn(i)
     torch.cuda.synchronize()
@@ -117,7 +119,7 @@ def time_cuda(fn: Callable[[int], None], repeats: int, warmup: int, inner: int, 
         b.record()
         b.synchronize()
         samples.append(a.elapsed_time(b) / 1e3 / inner)
-    return statistics.median(samples)
+    return statistics.median(samples), min(samples)
 
 
 def measure_copy_bandwidth(device: torch.device, repeats: int = 10) -> float:
@@ -127,9 +129,9 @@ def measure_copy_bandwidth(device: torch.device, repeats: int = 10) -> float:
     dst = torch.empty_like(src)
     fn = lambda i: dst.copy_(src)  # noqa: E731
     if device.type == "cuda":
-        sec = time_cuda(fn, repeats, 2, 1, graph=False)
+        sec = time_cuda(fn, repeats, 2, 1, graph=False)[0]
     else:
-        sec = time_cpu(fn, max(3, repeats // 2), 1)
+        sec = time_cpu(fn, max(3, repeats // 2), 1)[1]  # min: the machine may be shared
     del src, dst
     return 2 * nbytes / sec
 
@@ -226,10 +228,12 @@ def kernel_rows(ctx: BenchContext) -> list[dict]:
                 if dev.type == "cuda":
                     t_graph = time_cuda(fn, ctx.repeats, ctx.warmup, ctx.inner, graph=True)
                     t_eager = time_cuda(fn, ctx.repeats, ctx.warmup, ctx.inner, graph=False)
-                    row[f"{name}_us"] = None if t_graph is None else t_graph * 1e6
-                    row[f"{name}_eager_us"] = t_eager * 1e6
+                    row[f"{name}_us"] = None if t_graph is None else t_graph[0] * 1e6
+                    row[f"{name}_min_us"] = None if t_graph is None else t_graph[1] * 1e6
+                    row[f"{name}_eager_us"] = t_eager[0] * 1e6
                 else:
-                    row[f"{name}_us"] = time_cpu(fn, ctx.repeats, ctx.warmup) * 1e6
+                    med, low = time_cpu(fn, ctx.repeats, ctx.warmup)
+                    row[f"{name}_us"], row[f"{name}_min_us"] = med * 1e6, low * 1e6
             out.append(row)
             del bufs
             if dev.type == "cuda":
@@ -256,9 +260,10 @@ def _fmt(v: float | None) -> str:
 
 
 def print_table(rows: list[dict], cuda: bool) -> None:
-    cols = ["ours_us", "fill_us", "apply_us", "xgr_us", "floor_us"]
+    cols = ["ours_us", "fill_us", "apply_us", "xgr_us", "floor_us", "ours_min_us", "xgr_min_us"]
     if cuda:
         cols += ["ours_eager_us", "xgr_eager_us"]
+    print("# microseconds per call: median over repeats (min columns: fastest sample)")
     head = f"{'B':>5} {'dtype':>5} " + " ".join(f"{c[:-3]:>9}" for c in cols) + "  ours/floor  xgr/ours"
     print(head)
     print("-" * len(head))

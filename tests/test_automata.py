@@ -6,6 +6,7 @@ Oracles: Python ``re.fullmatch`` on exhaustively enumerated short byte strings
 from __future__ import annotations
 
 import itertools
+import os
 import re
 import time
 
@@ -29,7 +30,12 @@ from kbnf_gpu.automata.utf8 import utf8_sequences
 from kbnf_gpu.errors import DFATooLarge, GrammarError
 
 K = ir.TerminalKind
-SETTINGS = settings(max_examples=int(__import__("os").environ.get("AUTOMATA_EXAMPLES", 60)), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# AUTOMATA_EXAMPLES=2000 for a deeper run
+SETTINGS = settings(
+    max_examples=int(os.environ.get("AUTOMATA_EXAMPLES", 60)),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 
 
 def rx(source: str, flags: str = "", **kw) -> ByteDFA:
@@ -182,7 +188,7 @@ def test_random_regex_agrees_with_re(source, flags):
     assert_well_formed(dfa)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@SETTINGS
 @given(regexes(anchors=True), st.sampled_from(["", "m", "s", "ms"]))
 def test_random_regex_with_anchors_agrees_with_re(source, flags):
     dfa = rx(source, flags)

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from kbnf_gpu import ir
 from kbnf_gpu.errors import GrammarError
 from kbnf_gpu.frontends import parse_grammar
-from kbnf_gpu.frontends.lark import IGNORE_START, IGNORE_TERMINAL, parse_lark
+from kbnf_gpu.frontends.lark import IGNORE_RULE, IGNORE_START, IGNORE_TERMINAL, parse_lark
 
 CORPUS = Path("/work/shared/corpus/cases.jsonl")
 
@@ -126,6 +126,17 @@ def test_lazy_regex_with_ignore_keeps_skip_separate() -> None:
     items = _rules(g)["start"].items  # type: ignore[union-attr]
     assert [t.name for t in items][1] == IGNORE_TERMINAL
     assert items[0].kind == ir.TerminalKind.EARLY_END
+
+
+def test_lazy_ignored_terminal_makes_ignore_a_rule() -> None:
+    g = parse_lark('%import common.C_COMMENT\n%ignore C_COMMENT\n%ignore " "\nstart: "a"\n')
+    rules = _rules(g)
+    assert rules[IGNORE_START] == ir.Sequence((ir.Ref(IGNORE_RULE), ir.Ref("start")))
+    assert rules["start"] == ir.Sequence((ir.Terminal(ir.Literal(b"a")), ir.Ref(IGNORE_RULE)))
+    body = rules[IGNORE_RULE]
+    assert isinstance(body, ir.Repetition) and (body.min, body.max) == (0, None)
+    kinds = sorted(t.kind.value for t in body.item.alternatives)  # type: ignore[union-attr]
+    assert kinds == ["early_end", "plain"]
 
 
 def test_load_time_is_small() -> None:
@@ -356,6 +367,16 @@ DIFF_GRAMMARS: dict[str, tuple[str, list[str], list[str]]] = {
         "%import common.INT -> NUMBER\nNAME: CNAME\n",
         ["x", "_a1", "name", "=", "42", "-1", " ", "\t"],
         ["x=1", "name = 42", "_x\t=\t0", "1x=2", "x=-1"],
+    ),
+    "lazy_ignore": (
+        '%import common.C_COMMENT\n%ignore C_COMMENT\n%ignore " "\nstart: "a" "b"\n',
+        ["a", "b", " ", "/*", "*/", "x", "*"],
+        ["ab", "a /* x */ b", "a/* x */ y /* z */b", "/**/a b/* */", "a/* */*/b"],
+    ),
+    "ignored_terminal_also_used": (
+        '%import common.WS\n%ignore WS\nstart: "a" WS "b"\n',
+        ["a", "b", " ", "\n"],
+        ["a b", "ab", " a  b ", "a\nb"],
     ),
     "lexer_ambiguity": (
         "start: A B\nA: /a+/\nB: /a*b/\n",

@@ -144,6 +144,14 @@ class CompiledGrammar:
         bits = np.unpackbits(self.allowed_bitset(state).view(np.uint8), bitorder="little")
         return np.flatnonzero(bits[: self.vocab.size]).astype(np.int32)
 
+    # ------------------------------------------------------------ artifact
+
+    def save(self, path) -> int:
+        """Write this compiled grammar to one artifact file; returns its size in bytes."""
+        from .artifact import save_compiled
+
+        return save_compiled(self, path)
+
     # ------------------------------------------------------------- summary
 
     def summary(self) -> dict:

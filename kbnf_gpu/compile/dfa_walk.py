@@ -112,6 +112,25 @@ class AcceptEvents:
             arr.setflags(write=False)
         return ev, rows
 
+    def suffix_candidates(self, trie: TokenTrie) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(event, row, ptr)`` of :meth:`candidates` ordered by the first byte after
+        the event: those with byte ``c`` are ``[ptr[c], ptr[c + 1])``. A CROSS
+        table then only looks at suffixes whose first byte the next DFA takes."""
+        key = (trie.fingerprint, "by_byte")
+        cached = self._candidates.get(key)
+        if cached is None:
+            ev, rows = self.candidates(trie, 1)
+            first = trie.flat[trie.row_start[rows] + self.depth[ev]]
+            order = np.argsort(first, kind="stable")
+            ptr = np.zeros(257, dtype=np.int64)
+            np.cumsum(np.bincount(first, minlength=256), out=ptr[1:])
+            cached = (ev[order], rows[order], ptr)
+            for arr in cached:
+                arr.setflags(write=False)
+            if rows.size <= _MAX_MEMO_CANDIDATES:
+                self._candidates[key] = cached
+        return cached
+
     def expand_states(self, events: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(index into ``events``, state) for every state of each listed event."""
         owner, idx = expand_ranges(self.ptr[events], self.ptr[events + 1] - self.ptr[events])
@@ -226,6 +245,12 @@ def walk_chain(trie: TokenTrie, dfa: DFALike, chain: tuple[bytes, np.ndarray]) -
     return _result(trie, paths[i, d], order[i], chain_acc[i + d + 1], inside=True)
 
 
+def first_bytes(dfa: DFALike) -> np.ndarray:
+    """Bytes the DFA takes from its start state."""
+    trans = np.asarray(dfa.transitions)
+    return np.flatnonzero(trans[0] >= 0) if trans.shape[0] else np.zeros(0, np.int64)
+
+
 def suffixes_alive(
     trie: TokenTrie, dfa: DFALike, rows: np.ndarray, offsets: np.ndarray
 ) -> np.ndarray:
@@ -248,12 +273,12 @@ def suffixes_alive(
     return out
 
 
-def lexeme_ends(trie: TokenTrie, dfa: DFALike) -> tuple[np.ndarray, np.ndarray]:
-    """(row, k) where a non-empty lexeme of ``dfa`` starts at byte ``k`` of the
-    row's token and ends strictly before the token's end."""
+def lexeme_ends(trie: TokenTrie, dfa: DFALike) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(row, k, flat position) where a non-empty lexeme of ``dfa`` starts at byte
+    ``k`` of the row's token and ends strictly before the token's end; sorted."""
     flat_t, acc = _padded(dfa)
     flat = trie.flat
-    first = np.flatnonzero(flat_t[:256] >= 0) if acc.shape[0] > 1 else np.zeros(0, np.int64)
+    first = first_bytes(dfa)
     # start positions with >= 2 bytes left whose first byte the DFA takes
     _, origin = expand_ranges(trie.split_ptr[first], trie.split_ptr[first + 1] - trie.split_ptr[first])
     origin = trie.split_pos[origin].astype(np.int64)
@@ -272,7 +297,7 @@ def lexeme_ends(trie: TokenTrie, dfa: DFALike) -> tuple[np.ndarray, np.ndarray]:
         origin, state, pos, end = origin[keep], state[keep], pos[keep], end[keep]
     hits = np.sort(np.concatenate(found)) if found else np.zeros(0, np.int64)
     rows = trie.flat_row[hits].astype(np.int64)
-    return rows, hits - trie.row_start[rows]
+    return rows, hits - trie.row_start[rows], hits
 
 
 _WALK_CACHE_SIZE = 128

@@ -202,6 +202,10 @@ class GrammarTables:
             (int(a), int(b)): arrays["cross_refs"][cptr[i]:cptr[i + 1]]
             for i, (a, b) in enumerate(arrays["cross_keys"].reshape(-1, 2))
         }
+        lo, hi = -store.sparse_count, store.dense_count
+        for refs in (arrays["inside_refs"], arrays["deep_refs"], arrays["cross_refs"]):
+            if refs.size and (refs.min() < lo or refs.max() >= hi):
+                raise ValueError("a table reference points outside the stored rows")
         return cls(store, inside, cross, deep)
 
 

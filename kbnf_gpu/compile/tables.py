@@ -13,11 +13,19 @@ accepting states:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from .dfa_walk import DFALike, accept_events, lexeme_ends, suffixes_alive, walk
+from .dfa_walk import (
+    DFALike,
+    accept_events,
+    expand_ranges,
+    first_bytes,
+    lexeme_ends,
+    suffixes_alive,
+    walk,
+)
 from .token_sets import DEFAULT_SPARSE_LIMIT, TokenSet, sets_from_pairs
 from .token_trie import TokenTrie, VocabularyLike, trie_for
 
@@ -50,7 +58,10 @@ def cross_sets(
     """``CROSS[a, b][q]`` for every state ``q`` of ``dfa_a``."""
     trie = as_trie(vocab)
     events = accept_events(trie, dfa_a)
-    ev, rows = events.candidates(trie, min_rest=1)
+    ev, rows, ptr = events.suffix_candidates(trie)
+    first = first_bytes(dfa_b)
+    _, sel = expand_ranges(ptr[first], ptr[first + 1] - ptr[first])
+    ev, rows = ev[sel], rows[sel]
     ok = suffixes_alive(trie, dfa_b, rows, events.depth[ev].astype(np.int64))
     owner, states = events.expand_states(ev[ok])
     tokens = trie.row_ids[rows[ok][owner]]
@@ -64,10 +75,20 @@ class LexemeSplits:
     vocab_size: int
     token_ids: np.ndarray  # int32 [n]
     offsets: np.ndarray  # int32 [n]
+    _positions: dict = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def count(self) -> int:
         return int(self.token_ids.shape[0])
+
+    def flat_positions(self, trie: TokenTrie) -> np.ndarray:
+        """Positions in ``trie.flat`` of the pairs (memoized per trie)."""
+        pos = self._positions.get(trie.fingerprint)
+        if pos is None:
+            pos = trie.row_start[trie.row_of_id[self.token_ids]] + self.offsets
+            pos.setflags(write=False)
+            self._positions[trie.fingerprint] = pos
+        return pos
 
     def keys(self, stride: int) -> np.ndarray:
         """``token * stride + k`` (int64, sorted); ``stride`` must exceed every ``k``."""
@@ -88,14 +109,16 @@ class LexemeSplits:
 def lexeme_splits(dfa_b: DFALike, vocab: VocabularyLike | TokenTrie) -> LexemeSplits:
     """``HASLEX_b``: where a non-empty lexeme of ``dfa_b`` starts and ends strictly inside a token."""
     trie = as_trie(vocab)
-    rows, ks = lexeme_ends(trie, dfa_b)
-    tokens = trie.row_ids[rows].astype(np.int64)
-    order = np.lexsort((ks, tokens))
-    token_ids = tokens[order].astype(np.int32)
-    offsets = ks[order].astype(np.int32)
-    token_ids.setflags(write=False)
-    offsets.setflags(write=False)
-    return LexemeSplits(trie.vocab_size, token_ids, offsets)
+    rows, ks, positions = lexeme_ends(trie, dfa_b)
+    stride = trie.max_len + 1
+    key = np.sort(trie.row_ids[rows].astype(np.int64) * stride + ks)
+    token_ids = (key // stride).astype(np.int32)
+    offsets = (key % stride).astype(np.int32)
+    for arr in (token_ids, offsets, positions):
+        arr.setflags(write=False)
+    splits = LexemeSplits(trie.vocab_size, token_ids, offsets)
+    splits._positions[trie.fingerprint] = positions
+    return splits
 
 
 def deep_sets(
@@ -111,7 +134,7 @@ def deep_sets(
         return tuple(TokenSet.empty(trie.vocab_size) for _ in range(n))
     has_lexeme = np.zeros(trie.flat.shape[0], dtype=bool)  # indexed by flat byte position
     for s in splits:
-        has_lexeme[trie.row_start[trie.row_of_id[s.token_ids]] + s.offsets] = True
+        has_lexeme[s.flat_positions(trie)] = True
     events = accept_events(trie, dfa_a)
     ev, rows = events.candidates(trie, min_rest=2)
     ok = has_lexeme[trie.row_start[rows] + events.depth[ev]]

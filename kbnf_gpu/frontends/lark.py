@@ -22,12 +22,14 @@ from .. import ir
 from ..errors import GrammarError
 from .regex import RegexIssue, has_lazy_quantifier, translate_regex
 
-__all__ = ["parse_lark", "IGNORE_START", "IGNORE_TERMINAL"]
+__all__ = ["parse_lark", "IGNORE_START", "IGNORE_TERMINAL", "IGNORE_RULE"]
 
 IGNORE_START = "__start_ignore"
 """Start rule added when the grammar has ``%ignore``: ``IGN* start``."""
 IGNORE_TERMINAL = "__IGNORE"
-"""Name of the ``IGN*`` terminal in front of the start rule."""
+"""Name of the ``IGN*`` terminal (ignored text between terminals)."""
+IGNORE_RULE = "__ignore"
+"""``IGN*`` as a rule, used instead when an ignored terminal is a shortest-match one."""
 
 
 def parse_lark(text: str, start: str = "start") -> ir.Grammar:
@@ -35,54 +37,84 @@ def parse_lark(text: str, start: str = "start") -> ir.Grammar:
     if not isinstance(text, str):
         raise GrammarError(f"a Lark grammar must be a str, got {type(text).__name__}")
     terminals, rules, ignore = _compile(text, start)
-    where = _Where(text)
     if not any(r.origin.name == start for r in rules):
         raise GrammarError(f"start rule {start!r} is not defined")
-    defs = {str(t.name): t for t in terminals}
-    base = {name: _terminal_expr(t, where) for name, t in defs.items()}
-    early = {name for name, t in defs.items() if _is_shortest_match(t)}
-    ign: ir.RegExpr | None = None
-    if ignore:
-        parts = tuple(base[str(n)] for n in dict.fromkeys(ignore))
-        ign = ir.Repeat(parts[0] if len(parts) == 1 else ir.Alternation(parts), 0, None)
-    skip = None if ign is None else ir.Terminal(ign, name=IGNORE_TERMINAL)
-    symbols: dict[str, tuple[ir.Terminal, ...]] = {}
+    return _Builder(text, terminals, [str(n) for n in dict.fromkeys(ignore)]).grammar(rules, start)
 
-    def terminal(name: str) -> tuple[ir.Terminal, ...]:
-        if name not in symbols:
-            if name not in defs:
+
+class _Builder:
+    """Maps lark's BNF rules and terminal definitions to IR rules.
+
+    ``%ignore`` (python-lark: ignored text before the first terminal, between
+    any two and after the last) becomes ``T IGN*`` for every terminal T plus
+    ``IGN* start``. ``IGN*`` is fused into each terminal's regular language
+    when possible; a shortest-match terminal (lazy regex, EARLY_END) keeps a
+    separate ``IGN*`` terminal after it; a shortest-match *ignored* terminal
+    makes ``IGN*`` a rule over the ignored terminals, each with its own kind.
+    """
+
+    def __init__(self, text: str, terminals: list[TerminalDef], ignore: list[str]) -> None:
+        self.where = _Where(text)
+        self.text = text
+        self.defs = {str(t.name): t for t in terminals}
+        self.base = {name: _terminal_expr(t, self.where) for name, t in self.defs.items()}
+        self.early = {name for name, t in self.defs.items() if _is_shortest_match(t)}
+        self.ignore = ignore
+        self.ign: ir.RegExpr | None = None  # IGN* fused into terminals
+        self.suffix: ir.Expr | None = None  # IGN* as a symbol of its own
+        self.extra: list[ir.Rule] = []
+        if ignore and any(n in self.early for n in ignore):
+            self.suffix = ir.Ref(IGNORE_RULE)
+            options = tuple(self._plain(n) for n in ignore)
+            body = ir.Repetition(options[0] if len(options) == 1 else ir.Choice(options), 0, None)
+            self.extra.append(ir.Rule(IGNORE_RULE, body))
+        elif ignore:
+            parts = tuple(self.base[n] for n in ignore)
+            self.ign = ir.Repeat(parts[0] if len(parts) == 1 else ir.Alternation(parts), 0, None)
+            self.suffix = ir.Terminal(self.ign, name=IGNORE_TERMINAL)
+        self.symbols: dict[str, tuple[ir.Expr, ...]] = {}
+
+    def grammar(self, rules: list[Any], start: str) -> ir.Grammar:
+        bodies: dict[str, list[ir.Expr]] = {}
+        for r in rules:
+            items: list[ir.Expr] = []
+            for sym in r.expansion:
+                if isinstance(sym, Terminal):
+                    items.extend(self.terminal(str(sym.name)))
+                else:
+                    items.append(ir.Ref(str(sym.name)))
+            alt = items[0] if len(items) == 1 else ir.Sequence(tuple(items))
+            bodies.setdefault(str(r.origin.name), []).append(alt)
+        out = [
+            ir.Rule(name, alts[0] if len(alts) == 1 else ir.Choice(tuple(alts)), span=self.where.span(name))
+            for name, alts in bodies.items()
+        ]
+        top = start
+        if self.suffix is not None:
+            top = IGNORE_START
+            out.insert(0, ir.Rule(top, ir.Sequence((self.suffix, ir.Ref(start)))))
+        return ir.Grammar(tuple(out + self.extra), top, "lark", "eos", source=self.text)
+
+    def terminal(self, name: str) -> tuple[ir.Expr, ...]:
+        """The symbols that stand for terminal ``name`` in a rule."""
+        if name not in self.symbols:
+            if name not in self.defs:
                 raise GrammarError(
                     f"terminal {name} has no definition (%declare is not supported)",
-                    **where.used(name),
+                    **self.where.used(name),
                 )
-            span = where.span(name)
-            if name in early:  # shortest match: ignored text cannot be fused into it
-                head = ir.Terminal(base[name], ir.TerminalKind.EARLY_END, name=name, span=span)
-                symbols[name] = (head,) if skip is None else (head, skip)
+            if self.ign is not None and name not in self.early:
+                fused = ir.Concat((self.base[name], self.ign))
+                self.symbols[name] = (ir.Terminal(fused, name=name, span=self.where.span(name)),)
+            elif self.suffix is not None:
+                self.symbols[name] = (self._plain(name), self.suffix)
             else:
-                expr = base[name] if ign is None else ir.Concat((base[name], ign))
-                symbols[name] = (ir.Terminal(expr, name=name, span=span),)
-        return symbols[name]
+                self.symbols[name] = (self._plain(name),)
+        return self.symbols[name]
 
-    bodies: dict[str, list[ir.Expr]] = {}
-    for r in rules:
-        items: list[ir.Expr] = []
-        for sym in r.expansion:
-            if isinstance(sym, Terminal):
-                items.extend(terminal(str(sym.name)))
-            else:
-                items.append(ir.Ref(str(sym.name)))
-        alt = items[0] if len(items) == 1 else ir.Sequence(tuple(items))
-        bodies.setdefault(str(r.origin.name), []).append(alt)
-    out = [
-        ir.Rule(name, alts[0] if len(alts) == 1 else ir.Choice(tuple(alts)), span=where.span(name))
-        for name, alts in bodies.items()
-    ]
-    top = start
-    if skip is not None:
-        top = IGNORE_START
-        out.insert(0, ir.Rule(top, ir.Sequence((skip, ir.Ref(start)))))
-    return ir.Grammar(tuple(out), top, "lark", "eos", source=text)
+    def _plain(self, name: str) -> ir.Terminal:
+        kind = ir.TerminalKind.EARLY_END if name in self.early else ir.TerminalKind.PLAIN
+        return ir.Terminal(self.base[name], kind, name=name, span=self.where.span(name))
 
 
 # ------------------------------------------------------------- loading

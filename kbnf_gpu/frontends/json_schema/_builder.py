@@ -522,13 +522,14 @@ def _sig_disjoint(a: Any, b: Any) -> bool:
 
 
 def _view(o: Any, key: str) -> list[str]:
-    """The subschemas one object part applies to member ``key`` (jsonschema semantics)."""
-    if key in o.props:
-        return [o.props[key]]
-    matched = [p for src, p in o.patterns if _search(src, key)]
-    if matched:
-        return matched
-    return [o.additional] if o.additional is not None else []
+    """The subschemas one object part applies to member ``key`` (jsonschema semantics):
+    its ``properties`` entry and every matching ``patternProperties`` entry, or
+    else ``additionalProperties``."""
+    out = [o.props[key]] if key in o.props else []
+    out += [p for src, p in o.patterns if _search(src, key)]
+    if not out and o.additional is not None:
+        out.append(o.additional)
+    return out
 
 
 def _search(src: str, key: str) -> bool:

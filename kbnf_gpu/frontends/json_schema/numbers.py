@@ -5,15 +5,13 @@ Everything here is ASCII, so code-point ``CharClass`` ranges equal bytes.
 * ``integer_range(lo, hi)``: the canonical integers ``n`` with ``lo <= n <= hi``
   (either bound may be ``None``): no leading zeros, no ``-0``, no fraction,
   no exponent.
-* ``decimal_range(lo, lo_excl, hi, hi_excl)``: JSON numbers in the range,
-  written without an exponent (a fraction part is allowed, trailing zeros
-  too). A sign half whose magnitude is unbounded above and bounded below only
-  by 0 (e.g. ``minimum: 0``) also admits exponent notation, which is exact
-  there because the sign alone decides (with an exclusive 0 only exponents
-  >= 0, so that no value underflows to 0.0 in a float parser). ``-0`` and
-  ``-0.0`` are never produced. Comparison is exact in decimal; a validator that
-  parses numbers into binary floats may still round a number with more than
-  ~15 significant digits onto an exclusive bound.
+* ``decimal_range(lo, lo_excl, hi, hi_excl)``: JSON numbers in the range.
+  Plain decimal notation (``12``, ``-0.50``) is exact; exponent notation is
+  admitted only where it provably stays inside the bounds (see
+  ``magnitude_range``), e.g. everything for ``minimum: 0``. ``-0`` and
+  ``-0.0`` are never produced. Comparison is exact in decimal; a validator
+  that parses into binary floats may still round a number with more than ~15
+  significant digits onto an exclusive bound.
 """
 from __future__ import annotations
 
@@ -179,27 +177,20 @@ def _with_int(ip: Optional[RegExpr], frac: Frac) -> Optional[RegExpr]:
 _E = CharClass(((0x45, 0x45), (0x65, 0x65)))
 EXPONENT = seq(_E, Repeat(CharClass(((0x2B, 0x2B), (0x2D, 0x2D))), 0, 1), Repeat(DIGIT, 1, None))
 POS_EXPONENT = seq(_E, Repeat(lit("+"), 0, 1), Repeat(DIGIT, 1, None))
+NONPOS_EXPONENT = seq(_E, alt(seq(lit("-"), Repeat(DIGIT, 1, None)), seq(Repeat(lit("+"), 0, 1), Repeat(lit("0"), 1, None))))
+NZ_MANTISSA = seq(NZ_DIGIT, Repeat(DIGIT, 0, None), Repeat(seq(lit("."), Repeat(DIGIT, 1, None)), 0, 1))
 
 
-def magnitude_range(a: Decimal, a_excl: bool, b: Optional[Decimal], b_excl: bool) -> Optional[RegExpr]:
-    """Non-negative JSON numbers (no sign) with a <= v <= b (exclusive per flags)."""
+def _plain_magnitude(a: Decimal, a_excl: bool, b: Optional[Decimal], b_excl: bool) -> Optional[RegExpr]:
+    """Non-negative numbers without sign or exponent, a <= v <= b (exclusive per flags)."""
     if b is not None and (a > b or (a == b and (a_excl or b_excl))):
         return None
     ai, af = _split(a)
+    any_frac: Frac = (True, Repeat(DIGIT, 1, None))
     if b is None:
-        if a == 0:
-            mant = alt(seq(natural_range(0, None), Repeat(seq(lit("."), Repeat(DIGIT, 1, None)), 0, 1)))
-            if a_excl:
-                mant = alt(
-                    seq(lit("0."), NONZERO_DIGITS),
-                    seq(natural_range(1, None), Repeat(seq(lit("."), Repeat(DIGIT, 1, None)), 0, 1)),
-                )
-            # an exclusive 0 admits only exponents >= 0: a parser would round
-            # 1e-400 to 0.0, which fails the bound
-            return seq(mant, Repeat(POS_EXPONENT if a_excl else EXPONENT, 0, 1))
         return alt(
             _with_int(lit(str(ai)), _ge(af, not a_excl)),
-            _with_int(natural_range(ai + 1, None), (True, Repeat(DIGIT, 1, None))),
+            _with_int(natural_range(ai + 1, None), any_frac),
         )
     bi, bf = _split(b)
     if ai == bi:
@@ -207,9 +198,33 @@ def magnitude_range(a: Decimal, a_excl: bool, b: Optional[Decimal], b_excl: bool
     mid = natural_range(ai + 1, bi - 1) if bi - ai >= 2 else None
     return alt(
         _with_int(lit(str(ai)), _ge(af, not a_excl)),
-        _with_int(mid, (True, Repeat(DIGIT, 1, None))) if mid is not None else None,
+        _with_int(mid, any_frac) if mid is not None else None,
         _with_int(lit(str(bi)), _le(bf, not b_excl)),
     )
+
+
+def magnitude_range(a: Decimal, a_excl: bool, b: Optional[Decimal], b_excl: bool) -> Optional[RegExpr]:
+    """Non-negative JSON numbers (no sign) with a <= v <= b (exclusive per flags).
+
+    Exponents are added only where they cannot cross a bound: ``e >= 0`` when
+    there is no upper bound (the value is at least its mantissa), ``e <= 0``
+    when the lower bound is an inclusive 0 (the value is at most its mantissa),
+    and for an exclusive 0 lower bound negative exponents down to -307 after a
+    mantissa with a non-zero leading digit (no float underflow to 0.0).
+    """
+    plain = _plain_magnitude(a, a_excl, b, b_excl)
+    if plain is None:
+        return None
+    exp: Optional[RegExpr] = None
+    if b is None:
+        exp = seq(plain, POS_EXPONENT)
+        if a == 0 and not a_excl:
+            exp = seq(plain, EXPONENT)
+        elif a == 0:
+            exp = alt(exp, seq(NZ_MANTISSA, NEG_EXPONENT_307))
+    elif a == 0 and not a_excl:
+        exp = seq(plain, NONPOS_EXPONENT)
+    return alt(plain, exp)
 
 
 def decimal_range(
@@ -237,6 +252,7 @@ def decimal_range(
     return alt(neg, pos)
 
 
+NEG_EXPONENT_307 = seq(_E, lit("-"), Repeat(lit("0"), 0, None), natural_range(0, 307))
 NUMBER: RegExpr = seq(
     Repeat(lit("-"), 0, 1),
     natural_range(0, None),

@@ -1,0 +1,214 @@
+"""Table-driven masks ≡ the exact reference walk, on random and real vocabularies; artifacts round-trip."""
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kbnf_gpu import ArtifactError, CompileConfig, Vocabulary, ir
+from kbnf_gpu.compile.artifact import load_compiled
+from kbnf_gpu.compile.compiled import CompiledGrammar
+from kbnf_gpu.compile.grammar_tables import build_grammar_tables
+from kbnf_gpu.normalize import NormalizeConfig, normalize
+from kbnf_gpu.runtime.matcher import Matcher
+
+
+def lit(data: bytes) -> ir.Terminal:
+    return ir.Terminal(ir.Literal(data))
+
+
+def pat(source: str) -> ir.Terminal:
+    return ir.Terminal(ir.Pattern(source))
+
+
+def star(e: ir.Expr) -> ir.Repetition:
+    return ir.Repetition(e, 0, None)
+
+
+def json_grammar() -> ir.Grammar:
+    ws = pat(r"[ \t\n\r]*")
+    string = pat(r'"([^"\\\x00-\x1f]|\\(["\\/bfnrt]|u[0-9a-fA-F]{4}))*"')
+    number = pat(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?")
+    ref = ir.Ref
+    members = ir.Sequence((ref("pair"), star(ir.Sequence((ws, lit(b","), ws, ref("pair"))))))
+    values = ir.Sequence((ref("value"), star(ir.Sequence((ws, lit(b","), ws, ref("value"))))))
+    return ir.Grammar(rules=(
+        ir.Rule("root", ir.Sequence((ws, ref("value"), ws))),
+        ir.Rule("value", ir.Choice((ref("obj"), ref("arr"), string, number, lit(b"true"), lit(b"false"),
+                                    lit(b"null")))),
+        ir.Rule("obj", ir.Sequence((lit(b"{"), ws, ir.Repetition(members, 0, 1), ws, lit(b"}")))),
+        ir.Rule("pair", ir.Sequence((string, ws, lit(b":"), ws, ref("value")))),
+        ir.Rule("arr", ir.Sequence((lit(b"["), ws, ir.Repetition(values, 0, 1), ws, lit(b"]")))),
+    ), start="root", syntax="test")
+
+
+def small_grammars() -> list[ir.Grammar]:
+    ref = ir.Ref
+    return [
+        json_grammar(),
+        # right recursion, nullable terminal between lexemes, multi-byte literal
+        ir.Grammar(rules=(ir.Rule("s", ir.Choice((ir.Sequence((lit("é".encode()), pat("[ab]*"), ref("s"))),
+                                                   lit(b";")))),), start="s", syntax="test"),
+        # left-recursive arithmetic with a number regex
+        ir.Grammar(rules=(
+            ir.Rule("e", ir.Choice((ir.Sequence((ref("e"), pat("[+*-]"), ref("t"))), ref("t")))),
+            ir.Rule("t", ir.Choice((pat("[0-9]+"), ir.Sequence((lit(b"("), ref("e"), lit(b")")))))),
+        ), start="e", syntax="test"),
+        # lexemes that end inside one another ("ab" | "a" "b" "c"*)
+        ir.Grammar(rules=(ir.Rule("s", star(ir.Choice((lit(b"ab"), ir.Sequence((lit(b"a"), lit(b"b"),
+                                                                                 pat("c*"))))))),),
+                   start="s", syntax="test"),
+    ]
+
+
+def compile_ir(grammar: ir.Grammar, vocab: Vocabulary, *, end_mode: str = "eos", sparse_limit: int = 256,
+               fuse: bool = True) -> CompiledGrammar:
+    config = CompileConfig(sparse_limit=sparse_limit, fuse=fuse)
+    bnf = normalize(grammar, NormalizeConfig(fuse=fuse))
+    return CompiledGrammar(bnf, vocab, config=config, end_mode=end_mode,
+                           tables=build_grammar_tables(bnf, vocab, config=config))
+
+
+def walk_and_compare(compiled: CompiledGrammar, rng: random.Random, walks: int, steps: int) -> int:
+    """Random walks through allowed tokens; at every step tables ≡ reference. Returns steps checked."""
+    checked = 0
+    for _ in range(walks):
+        matcher = Matcher(compiled)
+        for _ in range(steps):
+            expected = compiled.reference_allowed_ids(matcher.state)
+            if matcher.is_finished():
+                expected = np.zeros(0, dtype=np.int32)
+            got = matcher.allowed_token_ids()
+            assert np.array_equal(got, expected), (matcher.num_tokens, set(got.tolist()) ^ set(expected.tolist()))
+            checked += 1
+            if not got.size:
+                break
+            matcher.accept_token(int(rng.choice(got)))
+            if matcher.is_finished():
+                break
+    return checked
+
+
+ALPHABET = '{}[]":, ab1-\\tru\nc+*()0;é'.encode()
+
+
+@st.composite
+def vocabularies(draw):
+    byte = st.sampled_from(sorted(set(ALPHABET)))
+    tokens = draw(st.lists(st.lists(byte, min_size=1, max_size=4).map(bytes), min_size=20, max_size=120,
+                           unique=True))
+    tokens += [bytes([c]) for c in ALPHABET if bytes([c]) not in tokens]
+    eos = len(tokens)
+    tokens.append(b"</s>")
+    return Vocabulary(dict(enumerate(tokens)), special_ids=[eos], eos_ids=[eos], size=eos + 3)
+
+
+@settings(max_examples=25, deadline=None)
+@given(vocab=vocabularies(), which=st.integers(0, 3), eager=st.booleans(), sparse_limit=st.sampled_from([0, 4, 256]),
+       seed=st.integers(0, 2**16))
+def test_tables_match_reference_on_random_vocabularies(vocab, which, eager, sparse_limit, seed):
+    compiled = compile_ir(small_grammars()[which], vocab, end_mode="eager" if eager else "eos",
+                          sparse_limit=sparse_limit)
+    walk_and_compare(compiled, random.Random(seed), walks=4, steps=12)
+
+
+@pytest.fixture(scope="module", params=["llama3", "gpt2", "mistral"])
+def real_vocab(request):
+    return Vocabulary.from_name(request.param)
+
+
+def test_tables_match_reference_on_real_vocabularies(real_vocab):
+    compiled = compile_ir(json_grammar(), real_vocab)
+    assert walk_and_compare(compiled, random.Random(7), walks=3, steps=8) >= 8
+    # and along a real document, where tokens cross lexeme boundaries ('":', '},', ...)
+    matcher = Matcher(compiled)
+    text = '{"key": [1, 2.5e3, "x\\u00e9"], "b": {"c": null}}'.encode()
+    pos = 0
+    while pos < len(text):
+        expected = compiled.reference_allowed_ids(matcher.state)
+        assert np.array_equal(matcher.allowed_token_ids(), expected)
+        best = max((t for t in expected.tolist() if text.startswith(real_vocab.token_bytes(t), pos)),
+                   key=lambda t: len(real_vocab.token_bytes(t)))
+        matcher.accept_token(best)
+        pos += len(real_vocab.token_bytes(best))
+    assert matcher.is_accepting()
+
+
+@pytest.fixture(scope="module")
+def tiny_vocab():
+    tokens = [b"{", b"}", b'"', b'":', b"a", b"1", b" ", b"[", b"]", b",", b'"a"', b"true", b'{"', b"},", b"</s>"]
+    return Vocabulary(dict(enumerate(tokens)), special_ids=[len(tokens) - 1], eos_ids=[len(tokens) - 1])
+
+
+def test_artifact_round_trip_gives_identical_masks(tmp_path, tiny_vocab):
+    compiled = compile_ir(json_grammar(), tiny_vocab, sparse_limit=2)
+    path = tmp_path / "json.kbnfgpu"
+    size = compiled.save(path)
+    assert size == path.stat().st_size > 0
+    loaded = load_compiled(path, tiny_vocab)
+    rng = random.Random(3)
+    for _ in range(20):
+        a, b = Matcher(compiled), Matcher(loaded)
+        for _ in range(15):
+            allowed = a.allowed_token_ids()
+            assert np.array_equal(allowed, b.allowed_token_ids())
+            assert a.is_accepting() == b.is_accepting()
+            if not allowed.size:
+                break
+            t = int(rng.choice(allowed))
+            a.accept_token(t)
+            b.accept_token(t)
+            if a.is_finished():
+                assert b.is_finished()
+                break
+
+
+def test_artifact_rejects_tampering_wrong_vocab_and_newer_format(tmp_path, tiny_vocab):
+    compiled = compile_ir(json_grammar(), tiny_vocab)
+    path = tmp_path / "g.kbnfgpu"
+    compiled.save(path)
+    data = bytearray(path.read_bytes())
+    for position in (20, len(data) // 2, len(data) - 40):
+        bad = bytearray(data)
+        bad[position] ^= 0x01
+        (tmp_path / "bad").write_bytes(bytes(bad))
+        with pytest.raises(ArtifactError, match="checksum"):
+            load_compiled(tmp_path / "bad", tiny_vocab)
+    other = Vocabulary({0: b"x", 1: b"y"})
+    with pytest.raises(ArtifactError, match="different vocabulary"):
+        load_compiled(path, other)
+    (tmp_path / "junk").write_bytes(b"not an artifact at all, just some bytes to read" * 3)
+    with pytest.raises(ArtifactError, match="magic"):
+        load_compiled(tmp_path / "junk", tiny_vocab)
+    with pytest.raises(ArtifactError):
+        load_compiled(tmp_path / "missing", tiny_vocab)
+    # a newer format (re-signed, so only the version is wrong)
+    import hashlib
+    import json
+    import struct
+
+    head_len = struct.unpack_from("<Q", data, 8)[0]
+    header = json.loads(bytes(data[16:16 + head_len]))
+    header["format_version"] = 999
+    head = json.dumps(header).encode()
+    body = bytes(data[:8]) + struct.pack("<Q", len(head)) + head + bytes(data[16 + head_len:-32])
+    (tmp_path / "newer").write_bytes(body + hashlib.sha256(body).digest())
+    with pytest.raises(ArtifactError, match="newer"):
+        load_compiled(tmp_path / "newer", tiny_vocab)
+
+
+def test_artifact_never_unpickles(tmp_path, tiny_vocab, monkeypatch):
+    import pickle
+
+    def forbidden(*args, **kwargs):
+        raise AssertionError("pickle must not be used")
+
+    monkeypatch.setattr(pickle, "loads", forbidden)
+    monkeypatch.setattr(pickle, "load", forbidden)
+    compiled = compile_ir(json_grammar(), tiny_vocab)
+    compiled.save(tmp_path / "g.kbnfgpu")
+    loaded = load_compiled(tmp_path / "g.kbnfgpu", tiny_vocab)
+    assert np.array_equal(Matcher(loaded).allowed_token_ids(), Matcher(compiled).allowed_token_ids())
