@@ -5,6 +5,7 @@ Oracles: Python ``re.fullmatch`` on exhaustively enumerated short byte strings
 """
 from __future__ import annotations
 
+import functools
 import itertools
 import os
 import re
@@ -441,14 +442,19 @@ KBNF_PREFIX = {K.PLAIN: '#"', K.EARLY_END: '#e"', K.COMPLEMENT: '#ex"', K.SUBSTR
 KBNF_ALPHABET = b"abc\n\xc3\xa9\xff"
 
 
-def _kbnf_engine(term_src: str):
+@functools.lru_cache(maxsize=1)
+def _kbnf_vocab():
     kbnf = pytest.importorskip("kbnf")
-    vocab = kbnf.Vocabulary(
+    return kbnf.Vocabulary(
         {i: kbnf.Token(bytes([i])) for i in range(256)}, {i: bytes([i]).decode("latin-1") for i in range(256)}
     )
+
+
+def _kbnf_engine(term_src: str):
+    kbnf = pytest.importorskip("kbnf")
     config = kbnf.Config()
     config.engine_config.rejected_token_prefix_cache_enabled = False
-    return kbnf.Engine(f'start ::= {term_src} "\\x01";', vocab, config)
+    return kbnf.Engine(f'start ::= {term_src} "\\x01";', _kbnf_vocab(), config)
 
 
 def _kbnf_probe(engine, s: bytes) -> tuple[bool, bool]:
@@ -494,15 +500,13 @@ KBNF_CASES = [
 ]
 
 
-@pytest.mark.parametrize("kind,source", KBNF_CASES)
-def test_kinds_agree_with_kbnf(kind, source):
+def _assert_agrees_with_kbnf(kind: ir.TerminalKind, source: str, alphabet: bytes, max_len: int) -> None:
     expr = ir.Literal(source.encode()) if kind == K.SUBSTRINGS else ir.Pattern(source)
     dfa = build_dfa(ir.Terminal(expr, kind))
     assert_well_formed(dfa)
     engine = _kbnf_engine(KBNF_PREFIX[kind] + source.replace("\n", "\\n") + '"')
-    alphabet = KBNF_ALPHABET + (b"AB" if kind == K.SUBSTRINGS else b"")
     mismatches = []
-    for n in range(5):
+    for n in range(max_len + 1):
         for t in itertools.product(alphabet, repeat=n):
             s = bytes(t)
             viable, member = _kbnf_probe(engine, s)
@@ -515,6 +519,49 @@ def test_kinds_agree_with_kbnf(kind, source):
     assert not mismatches, mismatches[:5]
 
 
+@pytest.mark.parametrize("kind,source", KBNF_CASES)
+def test_kinds_agree_with_kbnf(kind, source):
+    alphabet = KBNF_ALPHABET + (b"AB" if kind == K.SUBSTRINGS else b"")
+    _assert_agrees_with_kbnf(kind, source, alphabet, 4)
+
+
+# regexes whose Rust (kbnf) and Python readings coincide
+_KBNF_LEAVES = st.sampled_from(["a", "b", "c", ".", "[ab]", "[^a]", "[a-c]", "é", "[^é]", ""])
+
+
+def _kbnf_extend(children):
+    return st.one_of(
+        st.lists(children, min_size=2, max_size=3).map("".join),
+        st.lists(children, min_size=2, max_size=3).map(lambda xs: "(?:" + "|".join(xs) + ")"),
+        st.tuples(children, st.sampled_from(["*", "+", "?", "{2}", "{0,2}", "{1,3}"])).map(
+            lambda t: "(?:" + t[0] + ")" + t[1]
+        ),
+    )
+
+
+@SETTINGS
+@given(st.recursive(_KBNF_LEAVES, _kbnf_extend, max_leaves=6), st.sampled_from([K.PLAIN, K.EARLY_END, K.COMPLEMENT]))
+def test_random_kinds_agree_with_kbnf(source, kind):
+    _assert_agrees_with_kbnf(kind, source, b"abc\xc3\xa9\xff", 4)
+
+
+@SETTINGS
+@given(st.text("abé", max_size=6))
+def test_random_substrings_agree_with_kbnf(text):
+    _assert_agrees_with_kbnf(K.SUBSTRINGS, text, "abé".encode(), 4)
+
+
+@SETTINGS
+@given(st.binary(max_size=12).map(lambda b: bytes(x % 3 + 97 for x in b)) | st.text("aé€", max_size=6).map(str.encode))
+def test_literal_substrings_matches_generic_factor_automaton(data):
+    fast = build_dfa(ir.Terminal(ir.Literal(data), K.SUBSTRINGS))
+    generic = build_dfa(ir.Terminal(ir.Concat((ir.Literal(data),)), K.SUBSTRINGS))
+    assert fast.fingerprint == generic.fingerprint
+    for i in range(len(data) + 1):
+        for j in range(i, len(data) + 1):
+            assert fast.matches(data[i:j])
+
+
 def test_kind_edge_cases():
     assert build_dfa(ir.Terminal(ir.Pattern(""), K.EARLY_END)).is_empty()
     assert build_dfa(ir.Terminal(ir.Pattern("a?"), K.COMPLEMENT)).is_empty()
@@ -525,3 +572,8 @@ def test_kind_edge_cases():
     assert build_dfa(ir.Terminal(ir.Literal(b"abcbcab" * 3), K.SUBSTRINGS)).n_states <= 2 * 21 - 1
     with pytest.raises(DFATooLarge):
         build_dfa(ir.Terminal(ir.Pattern("a(a|b){12}"), K.COMPLEMENT), max_states=1000)
+    with pytest.raises(DFATooLarge):
+        build_dfa(ir.Terminal(ir.Literal(b"ab" * 600), K.SUBSTRINGS), max_states=1000)
+    t0 = time.perf_counter()
+    assert build_dfa(ir.Terminal(ir.Literal(b"a" * 5000), K.SUBSTRINGS)).n_states == 5001
+    assert time.perf_counter() - t0 < 5  # linear, not quadratic

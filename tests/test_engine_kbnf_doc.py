@@ -10,6 +10,7 @@ expectation here cannot pass silently for both.
 from __future__ import annotations
 
 import contextlib
+import logging
 import math
 import os
 
@@ -30,7 +31,10 @@ EX_TOKENS = {1: "a", 2: "hello", 4: "\n", 5: "\n\n"}
 
 @contextlib.contextmanager
 def quiet_stderr():
-    """kbnf (Rust) prints vocabulary warnings straight to fd 2."""
+    """kbnf (Rust) warns about the vocabulary through Python logging and may print to fd 2."""
+    logger = logging.getLogger("kbnf")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
     fd = os.dup(2)
     try:
         with open(os.devnull, "w") as devnull:
@@ -39,6 +43,7 @@ def quiet_stderr():
     finally:
         os.dup2(fd, 2)
         os.close(fd)
+        logger.setLevel(level)
 
 
 class OursAdapter:

@@ -254,13 +254,17 @@ _DIFF_PATTERNS = [
     r"\s*-?\d+\s*",
     "(é|ü)+ß?",
     "(?x) a b | c  # comment",
+    r"(?i)k+s?",
+    r"\w+\d",
+    r"[^\W\d]+",
+    r"(?i)[σa-c]+",
 ]
 
 
 @pytest.mark.parametrize("pattern", _DIFF_PATTERNS)
 def test_differential_against_python_re(pattern: str) -> None:
     status_of = _checker(parse_regex(pattern))
-    alphabet = sorted(set(re.sub(r"\\.|[\[\](){}*+?|^$\-]", "", pattern)) | set("ab1 .@x\n"))
+    alphabet = sorted(set(re.sub(r"\\.|[\[\](){}*+?|^$\-]", "", pattern)) | set("ab1 .@x\né٣KſΣς"))
 
     @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
     @given(st.text(alphabet=alphabet, max_size=10))

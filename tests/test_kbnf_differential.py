@@ -20,6 +20,8 @@ evidence, and the tests assert that kbnf still behaves that way.
 from __future__ import annotations
 
 import contextlib
+import copy
+import logging
 import os
 import zlib
 
@@ -107,7 +109,7 @@ CASES: dict[str, tuple[str, list[str]]] = {
         'start ::= "-"? ("0" | #"[1-9][0-9]*") ("." #"[0-9]+")? (#"[eE][+-]?[0-9]+")? ";";',
         ["0;", "-12.5e+3;", "7E9;"],
     ),
-    "email_regex": ('start ::= #"[a-z]+@[a-z]+\\.(com|org)";', ["bob@example.com", "a@b.org"]),
+    "email_regex": ('start ::= #"[a-z]+@[a-z]+\\\\.(com|org)";', ["bob@example.com", "a@b.org"]),
     "regex_counted": ('start ::= #"a{2,4}" "b";', ["aab", "aaaab"]),
     "regex_early_lines": (
         'start ::= "Q:" #e"[^\\n]*\\n" "A:" #e"[^\\n]*\\n";',
@@ -147,7 +149,10 @@ LLAMA3_WALK_STEPS = 12
 # ----------------------------------------------------------------- helpers
 @contextlib.contextmanager
 def quiet_stderr():
-    """kbnf (Rust) prints vocabulary warnings straight to fd 2."""
+    """kbnf (Rust) warns about the vocabulary through Python logging and may print to fd 2."""
+    logger = logging.getLogger("kbnf")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
     fd = os.dup(2)
     try:
         with open(os.devnull, "w") as devnull:
@@ -156,6 +161,7 @@ def quiet_stderr():
     finally:
         os.dup2(fd, 2)
         os.close(fd)
+        logger.setLevel(level)
 
 
 def kbnf_vocab(tokens: dict[int, bytes]):
@@ -260,14 +266,14 @@ class Pair:
             )
         return mine
 
-    def accept(self, token: int) -> bool | None:
+    def accept(self, token: int, kb=None) -> bool | None:
         """Accept in both; the results must agree. Returns finished, or None if both rejected."""
         try:
             mine = self.ours.try_accept_new_token(token).name
         except TokenRejected:
             mine = "rejected"
         try:
-            theirs = str(self.kb.try_accept_new_token(token)).rsplit(".", 1)[-1]
+            theirs = str((kb or self.kb).try_accept_new_token(token)).rsplit(".", 1)[-1]
         except ValueError:
             theirs = "rejected"
         assert mine == theirs, f"token {token} after {self.trace}: ours {mine}, kbnf {theirs}"
@@ -278,13 +284,17 @@ class Pair:
         return mine == "Finished"
 
     def check_rejects(self, allowed: list[int], rng) -> None:
-        """A random disallowed normal token is rejected by both, and changes nothing."""
+        """A random disallowed normal token is rejected by both and changes nothing of ours.
+
+        kbnf tries it on a copy: a rejected token can change kbnf's state
+        (see ``KBNF_BUGS["rejection_not_transactional"]``).
+        """
         allowed_set = set(allowed)
         candidates = [int(t) for t in rng.choice(self.normal, size=min(8, len(self.normal)), replace=False)]
         for t in candidates:
             if t not in allowed_set:
                 state = self.ours.matcher.state
-                assert self.accept(t) is None
+                assert self.accept(t, kb=copy.copy(self.kb)) is None
                 assert self.ours.matcher.state == state
                 return
 
@@ -306,8 +316,7 @@ def run_document(pair: Pair, ids: list[int], rng) -> None:
 def run_walk(pair: Pair, rng, steps: int) -> None:
     for _ in range(steps):
         allowed = pair.allowed()
-        if not allowed:
-            assert pair.ours.is_finished(), f"stuck (empty allowed set, not finished) after {pair.trace}"
+        if not allowed:  # both agree; a small vocabulary can get stuck (e.g. half a character)
             return
         if rng.random() < 0.3:
             pair.check_rejects(allowed, rng)
@@ -319,7 +328,7 @@ def run_walk(pair: Pair, rng, steps: int) -> None:
 def differential(name: str, compiled, kb, tokens: dict[int, bytes], walks: int, walk_steps: int) -> None:
     grammar, docs = CASES[name]
     by_bytes = {b: i for i, b in tokens.items()}
-    max_len = max(map(len, tokens))
+    max_len = max(map(len, tokens.values()))
     rng = np.random.default_rng(seed_of("paths", name, len(tokens)))
     for doc in docs:
         ids = greedy_tokenize(doc.encode(), by_bytes, max_len)

@@ -84,7 +84,7 @@ def replay(compiled, history: list) -> Matcher:
     return m
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(ops=OPS)
 def test_any_interleaving_equals_replay(list_grammar, ops):
     compiled = list_grammar
@@ -165,7 +165,7 @@ def test_rejected_token_leaves_state_unchanged(list_grammar, case, prefix):
     if case == "disallowed" and prefix:
         token = tid(b"[]")  # "[" + "1" + "[]" and "[" + "\"a" + "[]" are dead
     before = snapshot(m)
-    assert token not in set(before[1])
+    assert type(token) is not int or token not in set(before[1])
     assert not m.is_token_allowed(token)
     with pytest.raises(TokenRejected):
         m.accept_token(token)
@@ -610,12 +610,11 @@ def enumerate_language(rules, limit: int = 5000) -> set[str] | None:
         return None
 
 
-@st.composite
-def token_sets(draw):
-    toks = draw(
-        st.lists(st.text("abc", min_size=1, max_size=3).map(str.encode), min_size=3, max_size=9, unique=True)
-    )
-    return toks
+ALL_TOKENS = [bytes(p) for k in (1, 2, 3) for p in itertools.product(b"abc", repeat=k)]
+
+
+def token_sets():
+    return st.lists(st.sampled_from(ALL_TOKENS), min_size=3, max_size=9, unique=True)
 
 
 def oracle_allowed(oracle, w: bytes, toks: list[bytes], eos: int) -> tuple[set[int], bool]:
@@ -659,13 +658,13 @@ def check_walk(rules, toks, data, finite_lang=None) -> None:
         w += toks[t]
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(rules=grammars(), toks=token_sets(), data=st.data())
 def test_eos_mode_brute_force(rules, toks, data):
     check_walk(rules, toks, data)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=80, deadline=None)
 @given(rules=grammars(finite=True), toks=token_sets(), data=st.data())
 def test_eos_mode_brute_force_finite_enumeration(rules, toks, data):
     lang = enumerate_language(rules)

@@ -18,6 +18,7 @@ from kbnf_gpu.compile.tables import (
     LexemeSplits,
     cross_sets,
     deep_sets,
+    inside_of_walk,
     inside_sets,
     lexeme_splits,
 )
@@ -237,9 +238,7 @@ def test_literal_fast_path_equals_generic(chain, b, tokens):
     slow = dfa_walk.walk_all_states(trie, dfa)
     n = dfa.transitions.shape[0]
     V = trie.vocab_size
-    assert sets_from_pairs(fast.inside_states, fast.inside_tokens, n, V) == sets_from_pairs(
-        slow.inside_states, slow.inside_tokens, n, V
-    )
+    assert inside_of_walk(fast, n, V) == inside_of_walk(slow, n, V)
     for name in ("depth", "node", "ptr", "states"):
         assert np.array_equal(getattr(fast.events, name), getattr(slow.events, name))
     # and the public functions (which take the fast path) agree with brute force
@@ -465,7 +464,47 @@ def test_llama3_tables_match_brute_force_sample(llama3):
             assert (i in inside[q]) == (bool(t) and run(s, q, t) >= 0)
             assert (i in cross[q]) == bool(brute_cross(s, comma, [t], q))
             assert (i in deep[q]) == bool(brute_deep(s, [comma, s], [t], q))
+    ws = make_dfa(1, {(0, c): 0 for c in b" \t\n"}, [0])
+    digits = make_dfa(1, {(0, c): 0 for c in b"0123456789"}, [0])
+    true_lit = literal_dfa(b"true")
+    for a, b in [(ws, s), (digits, comma), (true_lit, comma), (comma, ws)]:
+        cross_ab = cross_sets(a, b, trie)
+        deep_ab = deep_sets(a, [lexeme_splits(b, trie), lexeme_splits(ws, trie)], trie)
+        for q in range(a.transitions.shape[0]):
+            for i in sample:
+                t = tokens[i]
+                assert (i in cross_ab[q]) == bool(brute_cross(a, b, [t], q))
+                assert (i in deep_ab[q]) == bool(brute_deep(a, [b, ws], [t], q))
+    chain = dfa_walk.chain_literal(true_lit)
+    fast, slow = dfa_walk.walk_chain(trie, true_lit, chain), dfa_walk.walk_all_states(trie, true_lit)
+    assert np.array_equal(fast.events.node, slow.events.node)
+    assert inside_of_walk(fast, 5, trie.vocab_size) == inside_of_walk(slow, 5, trie.vocab_size)
     assert inside[1].is_dense and inside[1].count > 100_000
     assert cross[1].count > 0
     assert all(tokens[i].startswith(b'"",') for i in cross[0].to_ids().tolist())
     assert tokens.index(b'",') in cross[1] and tokens.index(b'",') not in cross[2]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(dfas(), vocabs)
+def test_dense_and_thread_walks_agree(dfa, tokens):
+    """Every origin walked as threads, or all as dense blocks (in chunks of 2), gives the same tables."""
+    trie = TokenTrie.from_vocab(vocab_of(tokens))
+    n = dfa.transitions.shape[0]
+    saved = dfa_walk._HEAVY_SHARE, dfa_walk._DENSE_CHUNK, dfa_walk._MIN_DENSE
+    results = []
+    try:
+        for share, chunk in ((2.0, 128), (-1.0, 2), (-1.0, 128)):
+            dfa_walk._HEAVY_SHARE, dfa_walk._DENSE_CHUNK, dfa_walk._MIN_DENSE = share, chunk, 1
+            r = dfa_walk.walk_all_states(trie, dfa)
+            results.append(
+                (
+                    inside_of_walk(r, n, trie.vocab_size, sparse_limit=2),
+                    [getattr(r.events, f).tolist() for f in ("depth", "node", "ptr", "states")],
+                )
+            )
+    finally:
+        dfa_walk._HEAVY_SHARE, dfa_walk._DENSE_CHUNK, dfa_walk._MIN_DENSE = saved
+    assert results[0] == results[1] == results[2]
+    for q, s in enumerate(results[0][0]):
+        assert ids(s) == brute_inside(dfa, tokens, q)

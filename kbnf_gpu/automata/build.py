@@ -118,10 +118,36 @@ def build_dfa(terminal: ir.Terminal, *, max_states: int = DEFAULT_MAX_STATES) ->
     Raises ``DFATooLarge`` past ``max_states`` and ``GrammarError`` for a bad
     or unsupported regex. The empty language is returned, not raised.
     """
+    flat = isinstance(terminal.expr, (ir.Pattern, ir.Literal))  # cheap to hash
+    if flat:
+        key = (terminal.expr, terminal.kind, max_states)
+        hit = _FLAT_CACHE.get(key)
+        if hit is not None:
+            return hit
+    dfa = _build_terminal(terminal, max_states)
+    if flat:
+        if len(_FLAT_CACHE) >= _FLAT_CACHE_SIZE:
+            _FLAT_CACHE.clear()
+        _FLAT_CACHE[key] = dfa
+    return dfa
+
+
+# Terminals written as one regex or literal recur (every string field of a
+# JSON Schema); their DFAs are immutable, so share them.
+_FLAT_CACHE: dict[tuple, ByteDFA] = {}
+_FLAT_CACHE_SIZE = 1024
+
+
+def _build_terminal(terminal: ir.Terminal, max_states: int) -> ByteDFA:
     label = f"terminal {terminal.name}" if terminal.name else f"terminal {_describe(terminal.expr)}"
     ctx = _Context(label, terminal.span)
-    base = _compile(terminal.expr, max_states, ctx)
     kind = terminal.kind
+    if kind == ir.TerminalKind.SUBSTRINGS and isinstance(terminal.expr, ir.Literal):
+        try:
+            return kinds.literal_substrings(terminal.expr.value, max_states)
+        except StateLimit:
+            raise ctx.too_large(max_states) from None
+    base = _compile(terminal.expr, max_states, ctx)
     try:
         if kind == ir.TerminalKind.PLAIN:
             return base

@@ -99,6 +99,11 @@ def category(escape: str, ascii_only: bool) -> Ranges:
 
 
 def _involved_code_points() -> list[int]:
+    """Code points whose case-insensitive matching may differ from exact matching.
+
+    A code point outside this set is uncased and no cased code point maps to
+    it, so ``re`` matches it under IGNORECASE exactly when it matches it without.
+    """
     cps: set[int] = set()
     for c in map(chr, _cased_code_points()):
         cps.add(ord(c))
@@ -116,6 +121,7 @@ def _involved_code_points() -> list[int]:
 
 
 def _cased_code_points() -> list[int]:
+    """Code points ``re`` considers cased (lower or upper case differs)."""
     try:
         import _sre
 
@@ -126,6 +132,7 @@ def _cased_code_points() -> list[int]:
 
 @lru_cache(maxsize=1)
 def _involved() -> tuple[str, Ranges]:
+    """The case-involved code points, as one string and as ranges (computed once)."""
     cps = _involved_code_points()
     return "".join(map(chr, cps)), from_code_points(cps)
 

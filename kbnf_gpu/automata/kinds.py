@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .dfa import ByteDFA, determinize, empty_dfa, finalize, from_table
+from .dfa import ByteDFA, StateLimit, determinize, empty_dfa, finalize, from_table
 from .nfa import NFA
 
 
@@ -64,3 +64,41 @@ def substrings(dfa: ByteDFA, max_states: int, nfa_limit: int) -> ByteDFA:
     s, e = nfa.dfa(dfa, all_initial=True, all_final=True)
     table, accepting, class_of_byte = determinize(nfa, s, e, max_states)
     return finalize(table, accepting, class_of_byte)
+
+
+def literal_substrings(data: bytes, max_states: int) -> ByteDFA:
+    """``substrings`` of one literal in linear time: the suffix automaton, all states accepting."""
+    length = [0]
+    link = [-1]
+    nxt: list[dict[int, int]] = [{}]
+    last = 0
+    for c in data:
+        cur = len(length)
+        length.append(length[last] + 1)
+        link.append(0)
+        nxt.append({})
+        p = last
+        while p != -1 and c not in nxt[p]:
+            nxt[p][c] = cur
+            p = link[p]
+        if p != -1:
+            q = nxt[p][c]
+            if length[p] + 1 == length[q]:
+                link[cur] = q
+            else:
+                clone = len(length)
+                length.append(length[p] + 1)
+                link.append(link[q])
+                nxt.append(dict(nxt[q]))
+                while p != -1 and nxt[p].get(c) == q:
+                    nxt[p][c] = clone
+                    p = link[p]
+                link[q] = link[cur] = clone
+        last = cur
+        if len(length) > max_states:
+            raise StateLimit(max_states)
+    table = np.full((len(nxt), 256), -1, dtype=np.int64)
+    for state, edges in enumerate(nxt):
+        for byte, target in edges.items():
+            table[state, byte] = target
+    return from_table(table, np.ones(len(nxt), dtype=bool))

@@ -71,18 +71,16 @@ _CATEGORY_ESCAPES = {
 _TYPE_FLAGS = re.ASCII | re.LOCALE | re.UNICODE
 _REPEATS = {_c.MAX_REPEAT, _c.MIN_REPEAT}
 
+# op -> (message, source snippets to locate it by)
 _UNSUPPORTED = {
     _c.ASSERT: ("lookahead/lookbehind assertions are not supported", ("(?=", "(?!", "(?<=", "(?<!")),
     _c.ASSERT_NOT: ("lookahead/lookbehind assertions are not supported", ("(?!", "(?<!")),
     _c.GROUPREF: ("backreferences are not supported", ("(?P=", "\\")),
     _c.GROUPREF_EXISTS: ("conditional groups are not supported", ("(?(",)),
 }
-for _name, _what, _needles in (
-    ("ATOMIC_GROUP", "atomic groups are not supported", ("(?>",)),
-    ("POSSESSIVE_REPEAT", "possessive repeats are not supported", ("*+", "++", "?+", "}+")),
-):
-    if hasattr(_c, _name):
-        _UNSUPPORTED[getattr(_c, _name)] = (_what, _needles)
+if hasattr(_c, "ATOMIC_GROUP"):  # Python >= 3.11
+    _UNSUPPORTED[_c.ATOMIC_GROUP] = ("atomic groups are not supported", ("(?>",))
+    _UNSUPPORTED[_c.POSSESSIVE_REPEAT] = ("possessive repeats are not supported", ("*+", "++", "?+", "}+"))
 
 
 def _combine_flags(flags: int, add: int, remove: int) -> int:
@@ -170,11 +168,17 @@ def _anchor(av, flags: int, source: str) -> Anchor:
 
 def _concat(parts: list) -> ir.RegExpr:
     merged: list = []
+    run: list[bytes] = []  # adjacent literals, joined once
     for p in parts:
-        if isinstance(p, ir.Literal) and merged and isinstance(merged[-1], ir.Literal):
-            merged[-1] = ir.Literal(merged[-1].value + p.value)
-        else:
-            merged.append(p)
+        if isinstance(p, ir.Literal):
+            run.append(p.value)
+            continue
+        if run:
+            merged.append(ir.Literal(b"".join(run)))
+            run = []
+        merged.append(p)
+    if run:
+        merged.append(ir.Literal(b"".join(run)))
     if len(merged) == 1:
         return merged[0]
     return ir.Concat(tuple(merged))

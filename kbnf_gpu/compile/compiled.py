@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import uuid
 from dataclasses import asdict, dataclass
 from typing import Any, Callable
 
@@ -74,6 +75,8 @@ class CompiledGrammar:
         ]
         self.words = (vocab.size + 31) // 32
         self.tables = tables
+        self.table_key = uuid.uuid4().hex  # names this grammar's rows in a device RowPool
+        self.dense_rows = tables.rows if tables is not None else np.zeros((0, self.words), dtype=np.uint32)
         self._token_memo = BoundedCache(config.memo_limit)
         self._mask_cache = BoundedCache(config.mask_cache_limit)
         self._bitset_cache = BoundedCache(config.mask_cache_limit)

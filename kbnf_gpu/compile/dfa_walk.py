@@ -21,7 +21,6 @@ from typing import Protocol
 
 import numpy as np
 
-from .token_sets import unique_sorted
 from .token_trie import TokenTrie
 
 
@@ -72,18 +71,16 @@ class AcceptEvents:
 
     @classmethod
     def from_pairs(cls, trie: TokenTrie, node: np.ndarray, state: np.ndarray) -> "AcceptEvents":
-        """Group (node, state) pairs (repeats allowed) into events, ordered by node."""
-        node = np.asarray(node, dtype=np.int64)
-        state = np.asarray(state, dtype=np.int64)
+        """Group distinct (node, state) pairs into events, ordered by node."""
         n_state = int(state.max(initial=0)) + 1
-        key = unique_sorted(node * n_state + state)
-        state, node = key % n_state, key // n_state
-        new = np.ones(key.shape[0], dtype=bool)
+        order = np.argsort(node.astype(np.int64) * n_state + state, kind="stable")
+        node, state = node[order], state[order].astype(np.int32)
+        new = np.ones(node.shape[0], dtype=bool)
         new[1:] = node[1:] != node[:-1]
         starts = np.flatnonzero(new)
-        ptr = np.append(starts, key.shape[0]).astype(np.int64)
-        node = node[starts]
-        return cls(trie.node_depth[node], node.astype(np.int32), ptr, state.astype(np.int32))
+        ptr = np.append(starts, node.shape[0]).astype(np.int64)
+        node = node[starts].astype(np.int32)
+        return cls(trie.node_depth[node], node, ptr, state)
 
     @property
     def count(self) -> int:
@@ -139,9 +136,12 @@ class AcceptEvents:
 
 @dataclass(frozen=True, eq=False)
 class WalkResult:
+    """INSIDE as (state, token) pairs plus, for densely walked states, token masks."""
+
     inside_states: np.ndarray  # int64 [m]: state q of each INSIDE pair
     inside_tokens: np.ndarray  # int64 [m]: token id of each INSIDE pair
     events: AcceptEvents
+    inside_blocks: tuple[tuple[np.ndarray, np.ndarray], ...] = ()  # (states [h], bool [h, V])
 
 
 def _padded(dfa: DFALike) -> tuple[np.ndarray, np.ndarray]:
@@ -152,22 +152,59 @@ def _padded(dfa: DFALike) -> tuple[np.ndarray, np.ndarray]:
     return flat, acc
 
 
+_DENSE_CHUNK = 128  # origin states per dense walk (bounds its [nodes, states] arrays)
+_HEAVY_SHARE = 0.2  # an origin is "heavy" if its first byte fits this share of tokens
+_MIN_DENSE = 8  # fewer heavy origins walk faster as threads (less work per depth)
+
+
 def walk_all_states(trie: TokenTrie, dfa: DFALike, inside: bool = True) -> WalkResult:
     """Walk ``dfa`` from every state at once down the trie.
 
-    The walk keeps sparse *threads* (trie node, current state, origin state),
-    one depth per step: most origins die within a few bytes, so this touches
-    far fewer entries than a dense ``[nodes, states]`` table would.
+    Origins that most tokens can start from (``[^"]`` inside a string, the
+    count states of ``x{0,40}``) walk as dense ``[nodes, origins]`` blocks;
+    the rest (escape and UTF-8 continuation states, the state before an
+    opening quote) as sparse threads that vanish with their subtrees.
     """
     flat_t, acc = _padded(dfa)
-    n_states = int(np.asarray(dfa.transitions).shape[0])
+    heavy = _heavy_states(trie, dfa)
+    in_q, in_t, ev_n, ev_q = _walk_threads(trie, flat_t, acc, np.flatnonzero(~heavy).astype(np.int32), inside)
+    nodes, states, blocks = [ev_n], [ev_q], []
+    for lo in range(0, int(heavy.sum()), _DENSE_CHUNK):
+        origins = np.flatnonzero(heavy)[lo : lo + _DENSE_CHUNK].astype(np.int32)
+        masks, node, state = _walk_dense(trie, flat_t, acc, origins, inside)
+        nodes.append(node)
+        states.append(state)
+        if inside:
+            blocks.append((origins, masks))
+    events = AcceptEvents.from_pairs(trie, np.concatenate(nodes), np.concatenate(states))
+    return WalkResult(in_q.astype(np.int64), in_t.astype(np.int64), events, tuple(blocks))
+
+
+def _heavy_states(trie: TokenTrie, dfa: DFALike) -> np.ndarray:
+    """``bool [n]``: states whose live first bytes start a large share of the tokens."""
+    trans = np.asarray(dfa.transitions)
+    if trans.shape[0] == 0 or trie.rows == 0:
+        return np.zeros(trans.shape[0], dtype=bool)
+    first = slice(trie.first_child[0], trie.first_child[0] + trie.n_children[0])
+    rows_by_byte = np.zeros(256, dtype=np.float64)
+    rows_by_byte[trie.node_byte[first]] = trie.node_size[first]
+    heavy = (trans >= 0) @ rows_by_byte > _HEAVY_SHARE * trie.rows
+    return heavy if heavy.sum() >= _MIN_DENSE else np.zeros_like(heavy)
+
+
+def _walk_threads(
+    trie: TokenTrie, flat_t: np.ndarray, acc: np.ndarray, origins: np.ndarray, inside: bool
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Sparse threads (node, state, origin), one depth per step.
+
+    Returns INSIDE (origin, token) pairs and event (node, origin) pairs.
+    """
     nodes: list[np.ndarray] = []
     states: list[np.ndarray] = []
-    origins: list[np.ndarray] = []
-    state = np.arange(n_states, dtype=np.int32)
-    origin = state.copy()
-    first = np.full(n_states, trie.first_child[0], dtype=np.int32)  # children of each thread's node
-    count = np.full(n_states, trie.n_children[0], dtype=np.int32)
+    froms: list[np.ndarray] = []
+    state, origin = origins.copy(), origins
+    first = np.full(origins.shape[0], trie.first_child[0], dtype=np.int32)  # children of each thread's node
+    count = np.full(origins.shape[0], trie.n_children[0], dtype=np.int32)
     while True:
         owner, node = _expand32(first, count)
         nxt = flat_t[state[owner] * 256 + trie.node_byte[node]]
@@ -177,32 +214,70 @@ def walk_all_states(trie: TokenTrie, dfa: DFALike, inside: bool = True) -> WalkR
         node, state, origin = node[live], nxt[live], origin[owner[live]]
         nodes.append(node)
         states.append(state)
-        origins.append(origin)
+        froms.append(origin)
         first, count = trie.first_child[node], trie.n_children[node]
-    node, state, origin = (_cat(x) for x in (nodes, states, origins))
-    return _result(trie, node, origin, acc[state], inside)
+    node, state, origin = (_cat(x) for x in (nodes, states, froms))
+    in_q, in_t = _inside_pairs(trie, node, origin) if inside else (_EMPTY, _EMPTY)
+    hit = np.flatnonzero(acc[state] & trie.node_passes[node])
+    return in_q, in_t, node[hit], origin[hit]
+
+
+def _walk_dense(
+    trie: TokenTrie, flat_t: np.ndarray, acc: np.ndarray, origins: np.ndarray, inside: bool
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """All of ``origins`` at once on a ``[live nodes, live origins]`` state block.
+
+    Returns INSIDE as ``bool [len(origins), V]`` masks (these states admit
+    many tokens, so masks beat pair lists) and the event (node, state) pairs.
+    """
+    masks = np.zeros((origins.shape[0], trie.vocab_size if inside else 0), dtype=bool)
+    ev_n: list[np.ndarray] = []
+    ev_q: list[np.ndarray] = []
+    block = origins[None, :]  # states at the root
+    col = np.arange(origins.shape[0])  # row of ``masks`` for each block column
+    node = np.zeros(1, dtype=np.int32)
+    while True:
+        owner, node = _expand32(trie.first_child[node], trie.n_children[node])
+        block = flat_t[block[owner] * 256 + trie.node_byte[node][:, None].astype(np.int32)]
+        alive = block >= 0
+        rows = np.flatnonzero(alive.any(axis=1))
+        if rows.size == 0:
+            break
+        if rows.size < node.shape[0]:
+            block, node, alive = block[rows], node[rows], alive[rows]
+        keep = alive.any(axis=0)
+        if not keep.all():
+            block, alive, col = block[:, keep], alive[:, keep], col[keep]
+        if inside:
+            ends = np.flatnonzero(trie.node_nterm[node])
+            if trie.max_nterm <= 1:
+                tokens, hit = trie.row_ids[trie.node_lo[node[ends]]], alive[ends]
+            else:
+                owner, rows = _expand32(trie.node_lo[node[ends]], trie.node_nterm[node[ends]])
+                tokens, hit = trie.row_ids[rows], alive[ends][owner]
+            masks[col[:, None], tokens[None, :]] = hit.T
+        passes = np.flatnonzero(trie.node_passes[node])
+        i, j = np.nonzero(acc[block[passes]])
+        ev_n.append(node[passes][i])
+        ev_q.append(origins[col[j]])
+    return masks, _cat(ev_n), _cat(ev_q)
+
+
+_EMPTY = np.zeros(0, dtype=np.int32)
 
 
 def _cat(parts: list[np.ndarray]) -> np.ndarray:
-    return np.concatenate(parts) if parts else np.zeros(0, np.int32)
+    return np.concatenate(parts) if parts else _EMPTY
 
 
-def _result(
-    trie: TokenTrie, node: np.ndarray, origin: np.ndarray, accepting: np.ndarray, inside: bool
-) -> WalkResult:
-    """INSIDE pairs and events from every (node, origin state) the DFA reached alive."""
-    in_q = in_t = np.zeros(0, np.int64)
-    if inside:
-        nterm = trie.node_nterm[node]
-        has = np.flatnonzero(nterm)
-        if trie.max_nterm <= 1:
-            in_q, in_t = origin[has], trie.row_ids[trie.node_lo[node[has]]]
-        else:
-            owner, rows = _expand32(trie.node_lo[node[has]], nterm[has])
-            in_q, in_t = origin[has][owner], trie.row_ids[rows]
-    hit = np.flatnonzero(accepting & (trie.node_size[node] > trie.node_nterm[node]))
-    events = AcceptEvents.from_pairs(trie, node[hit], origin[hit])
-    return WalkResult(in_q.astype(np.int64), in_t.astype(np.int64), events)
+def _inside_pairs(trie: TokenTrie, node: np.ndarray, origin: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(origin, token id) for every token ending at one of the (node, origin) places reached alive."""
+    nterm = trie.node_nterm[node]
+    has = np.flatnonzero(nterm)
+    if trie.max_nterm <= 1:
+        return origin[has], trie.row_ids[trie.node_lo[node[has]]]
+    owner, rows = _expand32(trie.node_lo[node[has]], nterm[has])
+    return origin[has][owner], trie.row_ids[rows]
 
 
 def chain_literal(dfa: DFALike) -> tuple[bytes, np.ndarray] | None:
@@ -242,7 +317,11 @@ def walk_chain(trie: TokenTrie, dfa: DFALike, chain: tuple[bytes, np.ndarray]) -
     chain_acc = np.asarray(dfa.accepting, dtype=bool)[order]
     paths = trie.path_nodes([lit[i:] for i in range(n)])  # [n, max_len]
     i, d = np.nonzero(paths >= 0)  # the DFA in state order[i] is alive after d + 1 bytes
-    return _result(trie, paths[i, d], order[i], chain_acc[i + d + 1], inside=True)
+    node, origin = paths[i, d], order[i].astype(np.int32)
+    in_q, in_t = _inside_pairs(trie, node, origin)
+    hit = np.flatnonzero(chain_acc[i + d + 1] & trie.node_passes[node])
+    events = AcceptEvents.from_pairs(trie, node[hit], origin[hit])
+    return WalkResult(in_q.astype(np.int64), in_t.astype(np.int64), events)
 
 
 def first_bytes(dfa: DFALike) -> np.ndarray:

@@ -19,6 +19,7 @@ import numpy as np
 
 from .dfa_walk import (
     DFALike,
+    WalkResult,
     accept_events,
     expand_ranges,
     first_bytes,
@@ -26,7 +27,7 @@ from .dfa_walk import (
     suffixes_alive,
     walk,
 )
-from .token_sets import DEFAULT_SPARSE_LIMIT, TokenSet, sets_from_pairs
+from .token_sets import DEFAULT_SPARSE_LIMIT, TokenSet, sets_from_masks, sets_from_pairs
 from .token_trie import TokenTrie, VocabularyLike, trie_for
 
 
@@ -43,10 +44,20 @@ def inside_sets(
 ) -> tuple[TokenSet, ...]:
     """``INSIDE[dfa][q]`` for every state ``q``."""
     trie = as_trie(vocab)
-    result = walk(trie, dfa, inside=True)
-    return sets_from_pairs(
-        result.inside_states, result.inside_tokens, _n_states(dfa), trie.vocab_size, sparse_limit
+    return inside_of_walk(walk(trie, dfa, inside=True), _n_states(dfa), trie.vocab_size, sparse_limit)
+
+
+def inside_of_walk(
+    result: WalkResult, n_states: int, vocab_size: int, sparse_limit: int = DEFAULT_SPARSE_LIMIT
+) -> tuple[TokenSet, ...]:
+    """The INSIDE sets a walk found, one per state."""
+    sets = list(
+        sets_from_pairs(result.inside_states, result.inside_tokens, n_states, vocab_size, sparse_limit)
     )
+    for states, masks in result.inside_blocks:
+        for q, s in zip(states.tolist(), sets_from_masks(masks, sparse_limit)):
+            sets[q] = s
+    return tuple(sets)
 
 
 def cross_sets(

@@ -222,6 +222,21 @@ class TokenSet:
         return f"TokenSet({kind}, count={self.count}, vocab_size={self.vocab_size})"
 
 
+def sets_from_masks(masks: np.ndarray, sparse_limit: int = DEFAULT_SPARSE_LIMIT) -> tuple[TokenSet, ...]:
+    """One canonical :class:`TokenSet` per row of ``bool [n, V]``."""
+    n, vocab_size = masks.shape
+    packed = pack_masks(masks)
+    counts = np.bitwise_count(packed).sum(axis=1)
+    out = []
+    for i in range(n):
+        c = int(counts[i])
+        if c > sparse_limit:
+            out.append(TokenSet(vocab_size, c, bits=_frozen(packed[i].copy())))
+        else:
+            out.append(TokenSet(vocab_size, c, ids=_frozen(np.flatnonzero(masks[i]).astype(np.int32))))
+    return tuple(out)
+
+
 def sets_from_pairs(
     groups: np.ndarray,
     tokens: np.ndarray,
@@ -234,28 +249,25 @@ def sets_from_pairs(
     Pairs may repeat. Groups with many pairs go through one boolean scatter
     and ``packbits``; the rest through a sort.
     """
-    groups = np.asarray(groups, dtype=np.int64)
-    tokens = np.asarray(tokens, dtype=np.int64)
+    groups = np.asarray(groups)
+    tokens = np.asarray(tokens)
     out: list[TokenSet | None] = [None] * n_groups
     counts = np.bincount(groups, minlength=n_groups)
     big = np.flatnonzero(counts > sparse_limit)
     if big.size:
         slot = np.full(n_groups, -1, dtype=np.int64)
-        slot[big] = np.arange(big.size)
-        sel = slot[groups] >= 0
+        slot[big] = np.arange(big.size) * vocab_size
+        where = slot[groups]
+        sel = where >= 0
         masks = np.zeros((big.size, vocab_size), dtype=bool)
-        masks[slot[groups[sel]], tokens[sel]] = True
-        packed = pack_masks(masks)
-        true_counts = np.bitwise_count(packed).sum(axis=1)
-        for i, g in enumerate(big.tolist()):
-            c = int(true_counts[i])
-            if c > sparse_limit:
-                out[g] = TokenSet(vocab_size, c, bits=_frozen(packed[i].copy()))
-            else:
-                ids = np.flatnonzero(masks[i]).astype(np.int32)
-                out[g] = TokenSet(vocab_size, c, ids=_frozen(ids))
-        groups, tokens = groups[~sel], tokens[~sel]
-    keys = unique_sorted(groups * vocab_size + tokens)
+        masks.reshape(-1)[where[sel] + tokens[sel]] = True
+        for g, ts in zip(big.tolist(), sets_from_masks(masks, sparse_limit)):
+            out[g] = ts
+        if sel.all():
+            groups = tokens = np.zeros(0, dtype=np.int64)
+        else:
+            groups, tokens = groups[~sel], tokens[~sel]
+    keys = unique_sorted(groups.astype(np.int64) * vocab_size + tokens)
     key_groups = keys // vocab_size
     bounds = np.searchsorted(key_groups, np.arange(n_groups + 1))
     ids_all = (keys % vocab_size).astype(np.int32)

@@ -60,6 +60,7 @@ class TokenTrie:
     first_child: np.ndarray  # int32 [N]
     n_children: np.ndarray  # int32 [N]
     child_key: np.ndarray  # int64 [N]: parent * 256 + byte (negative for the root)
+    node_passes: np.ndarray  # bool [N]: some token continues past the node (size > nterm)
     max_nterm: int  # most rows ending at one node (> 1 only with duplicate tokens)
 
     @property
@@ -115,8 +116,10 @@ class TokenTrie:
         rows = (row_ids, row_of_id, row_len, row_start, flat, flat_row, split_pos, split_ptr)
         for arr in (*rows, *nodes):
             arr.setflags(write=False)
+        node_passes = nodes[4] > nodes[5]
+        node_passes.setflags(write=False)
         max_nterm = int(nodes[5].max(initial=0))
-        return cls(vocab_size, fingerprint, *rows, *nodes, max_nterm)
+        return cls(vocab_size, fingerprint, *rows, *nodes, node_passes, max_nterm)
 
     @classmethod
     def from_vocab(cls, vocab: VocabularyLike) -> "TokenTrie":
@@ -157,15 +160,34 @@ class TokenTrie:
 def _lex_order(matrix: np.ndarray, lengths: np.ndarray, ids: np.ndarray, width: int) -> np.ndarray:
     """Stable lexicographic order of the true byte strings of rows ``ids``.
 
-    Zero padding alone would tie ``b"a"`` with ``b"a\\0"``; appending the
-    length (big-endian) breaks such ties with the shorter string first, which
-    is exactly lexicographic order.
+    Rows compare as zero-padded big-endian 64-bit chunks, then by length
+    (padding alone ties ``b"a"`` with ``b"a\\0"``; the shorter first is exactly
+    lexicographic order). One numeric argsort on the first chunk does the
+    bulk; only groups still tied are refined, chunk by chunk (MSD radix).
     """
-    keys = np.empty((ids.shape[0], width + 2), dtype=np.uint8)
-    keys[:, :width] = matrix[ids, :width]
-    keys[:, width] = lengths[ids] >> 8
-    keys[:, width + 1] = lengths[ids] & 0xFF
-    return np.argsort(keys.view(f"S{width + 2}").ravel(), kind="stable")
+    n = ids.shape[0]
+    m = max(1, (width + 7) // 8)
+    padded = np.zeros((n, m * 8), dtype=np.uint8)
+    padded[:, :width] = matrix[ids, :width]
+    chunks = padded.view(">u8")
+    order = np.argsort(chunks[:, 0], kind="stable")
+    rows, where = order, np.arange(n)
+    key, group = chunks[order, 0], np.zeros(n, dtype=np.int64)
+    for j in range(1, m + 1):
+        same = (key[1:] == key[:-1]) & (group[1:] == group[:-1])
+        tied = np.zeros(rows.shape[0], dtype=bool)
+        tied[1:] |= same
+        tied[:-1] |= same
+        if not tied.any():
+            break
+        pos = np.flatnonzero(tied)
+        group = np.cumsum(np.concatenate(([True], ~same)))[pos]
+        rows, where = rows[pos], where[pos]  # each tied group fills a contiguous run of ``where``
+        key = chunks[rows, j] if j < m else lengths[ids[rows]].astype(np.uint64)
+        o = np.lexsort((key, group))
+        rows, key, group = rows[o], key[o], group[o]
+        order[where] = rows
+    return order
 
 
 def _build_nodes(

@@ -10,8 +10,10 @@ text may appear before the first terminal, between any two and after the last.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
+import lark
 from lark import exceptions as lark_exc
 from lark.grammar import Terminal
 from lark.lexer import Pattern as LarkPattern
@@ -146,6 +148,14 @@ def _convert(e: BaseException, text: str) -> GrammarError:
         return GrammarError(f"invalid escape in literal: {e.args[1].msg}", **where.at(tok))
     if isinstance(e, KeyError):
         return GrammarError(f"undefined name {e.args[0]!r}" if e.args else "undefined name")
+    if isinstance(e, OSError):
+        bundled = {p.stem for p in Path(lark.__file__).parent.joinpath("grammars").glob("*.lark")}
+        imports = re.finditer(r"(?m)^[ \t]*%import[ \t]+(\.?[\w.]+?)(?:\.[A-Za-z_]\w*)?[ \t]*(?:->|\(|$)", text)
+        m = next((m for m in imports if m.group(1) not in bundled), None)
+        where = {"text": text, "offset": m.start(1)} if m else {}
+        lib = m.group(1) if m else "?"
+        return GrammarError(f"%import: grammar {lib!r} not found (only lark's bundled grammars such as "
+                            f"'common' can be imported from a string grammar)", **where)
     msg = str(e.args[0]) if e.args else type(e).__name__
     m = re.search(r"at line (\d+) col(?:umn)? (\d+)", msg)
     if m:
@@ -153,7 +163,10 @@ def _convert(e: BaseException, text: str) -> GrammarError:
         head = msg.split(" at line ")[0].rstrip(", ").strip()
         if not head or head.startswith("Unexpected input"):
             head = f"Lark syntax error: {_unexpected_char(text, line, col)}"
-        return GrammarError(head, **_at_line_col(text, line, col))
+        where = _at_line_col(text, line, col)
+        if where and text[where["offset"] : where["offset"] + 1] == "{" and re.match(r"\{\s*\d", text[where["offset"] :]):
+            head += " (Lark writes a repetition count as 'x ~ m..n', not 'x{m,n}')"
+        return GrammarError(head, **where)
     return GrammarError(msg, **_Where(text).for_message(msg))
 
 

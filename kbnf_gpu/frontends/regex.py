@@ -104,7 +104,7 @@ def has_lazy_quantifier(source: str, flags: str = "") -> bool:
         for op, av in stack.pop():
             if op is _c.MIN_REPEAT:
                 return True
-            if op in (_c.MAX_REPEAT, _c.MIN_REPEAT):
+            if op is _c.MAX_REPEAT:
                 stack.append(av[2])
             elif op is _c.SUBPATTERN:
                 stack.append(av[3])
@@ -118,7 +118,7 @@ def has_lazy_quantifier(source: str, flags: str = "") -> bool:
 
 def _flag_bits(flags: str) -> int:
     bits = 0
-    for pos, f in enumerate(flags):
+    for f in flags:
         if f in _UNSUPPORTED_FLAGS:
             raise RegexIssue(f"{_UNSUPPORTED_FLAGS[f]} is not supported", None)
         if f not in _FLAG_BITS:
@@ -184,10 +184,12 @@ class _Scanner:
     def __init__(self, text: str, verbose: bool) -> None:
         self.text = text
         self.verbose = verbose
+        self.strip = True
 
     def removable_anchors(self, strip: bool) -> list[tuple[int, int]]:
         root = self._scan()
         spans: list[tuple[int, int]] = []
+        self.strip = strip
         self._walk(root, strip, strip, spans)
         return spans
 
@@ -358,6 +360,8 @@ class _Scanner:
 
     def _anchor_msg(self, item: _Item, where: str) -> str:
         tok = self.text[item.pos : item.end]
+        if not self.strip:
+            return f"anchor '{tok}' is not supported here (a terminal always matches whole)"
         return f"anchor '{tok}' is only supported at the very {where} of the pattern"
 
 

@@ -16,7 +16,7 @@ from ._builder import Builder
 from ._document import JsonSchemaWarning, Document
 from ._layout import Layout
 
-DEFAULT_MAX_WHITESPACE = 32
+DEFAULT_MAX_WHITESPACE = 16
 
 __all__ = ["DEFAULT_MAX_WHITESPACE", "JsonSchemaWarning", "parse_json_schema"]
 

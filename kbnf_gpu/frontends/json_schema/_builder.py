@@ -26,7 +26,7 @@ from ._validate import Validator, json_key
 from .formats import FORMATS, UNSUPPORTED_FORMATS, format_language
 from .numbers import INTEGER, NUMBER, decimal_range, integer_range, multiple_of_regex
 
-MAX_INDENT_DEPTH = 64
+MAX_INDENT_UNROLL = 16  # indent layout: instances of one subschema at distinct depths
 MAX_RULES = 50_000
 MAX_PATTERN_PROPERTIES = 6
 MAX_ENUMERATED_MULTIPLES = 256
@@ -52,6 +52,8 @@ class Builder:
         self.rules: dict[str, ir.Expr] = {}
         self.rule_names: set[str] = {"root"}
         self.nodes: dict[tuple[frozenset[Atom], int], str] = {}
+        self._depths: dict[frozenset[Atom], int] = {}
+        self._flat: set[str] = set()  # rules whose containers are cut off (indent depth limit)
         self.queue: deque[tuple[str, tuple[Atom, ...], int]] = deque()
         self._terms: dict[ir.RegExpr, ir.Terminal] = {}
 
@@ -104,6 +106,10 @@ class Builder:
             if self.layout.indent is not None:
                 base = f"{base}_d{depth}"
             name = self.nodes[key] = self.fresh(base)
+            if self.layout.indent is not None:
+                seen = self._depths[key[0]] = self._depths.get(key[0], 0) + 1
+                if seen > MAX_INDENT_UNROLL:
+                    self._flat.add(name)
             self.queue.append((name, flat, depth))
         return name
 
@@ -144,21 +150,21 @@ class Builder:
                 )
             return alts
         m = merge(self.doc, atoms)
-        return self._fragments(m, depth)
+        return self._fragments(m, depth, containers=name not in self._flat)
 
     # ---------------------------------------------------------- fragments
 
-    def _fragments(self, m: Merged, depth: int) -> list[ir.Expr]:
+    def _fragments(self, m: Merged, depth: int, containers: bool = True) -> list[ir.Expr]:
         if m.enums:
             return self._enum(m, depth)
         scalars: list[Rx] = []
         t = m.types
         out: list[ir.Expr] = []
-        if "object" in t and depth < MAX_INDENT_DEPTH:
+        if "object" in t and containers:
             e = self._object(m, depth)
             if e is not None:
                 out.append(e)
-        if "array" in t and depth < MAX_INDENT_DEPTH:
+        if "array" in t and containers:
             e = self._array(m, depth)
             if e is not None:
                 out.append(e)

@@ -2,13 +2,18 @@
 from __future__ import annotations
 
 import warnings
-from typing import Any
+from typing import Any, Optional
 from urllib.parse import unquote
 
 from ...errors import GrammarError
 
-MAX_NESTING = 200  # schema levels (one level = the value of e.g. "items" or "properties"/name)
-MAX_CONTAINERS = 2 * MAX_NESTING  # nested JSON objects/arrays in the schema document
+MAX_NESTING = 200  # schema levels (one level = the value of "items", of "properties"/name...)
+SCHEMA_KEYS = frozenset(
+    {"items", "additionalItems", "additionalProperties", "propertyNames", "not", "if", "then", "else",
+     "contains", "unevaluatedItems", "unevaluatedProperties", "contentSchema"}
+)
+SCHEMA_LISTS = frozenset({"allOf", "anyOf", "oneOf", "prefixItems"})
+SCHEMA_MAPS = frozenset({"properties", "patternProperties", "$defs", "definitions", "dependentSchemas"})
 
 # Keywords that never constrain an instance (annotations and containers).
 IGNORED = frozenset(
@@ -81,24 +86,33 @@ class Document:
     # ---------------------------------------------------------- pointers
 
     def _scan(self) -> None:
-        """Check nesting depth and collect ``$anchor`` names (iteratively)."""
+        """Check schema nesting and collect ``$anchor`` names (iteratively).
+
+        A level is one step into a subschema (``items``, ``properties``/name,
+        ``anyOf``/i...); data (``enum``, ``const``, ``default``...) is not walked.
+        """
         stack: list[tuple[Any, str, int]] = [(self.root, "", 0)]
         while stack:
-            node, ptr, depth = stack.pop()
-            if depth > MAX_CONTAINERS:
+            node, ptr, level = stack.pop()
+            if not isinstance(node, dict):
+                continue
+            if level > MAX_NESTING:
                 shown = ptr if len(ptr) < 80 else ptr[:40] + "..." + ptr[-37:]
                 raise GrammarError(f"schema nested more than {MAX_NESTING} levels deep at '{shown}'")
-            if isinstance(node, dict):
-                anchor = node.get("$anchor")
-                if isinstance(anchor, str):
-                    self.anchors.setdefault(anchor, ptr)
-                for k, v in node.items():
-                    if isinstance(v, (dict, list)):
-                        stack.append((v, child(ptr, k), depth + 1))
-            elif isinstance(node, list):
-                for i, v in enumerate(node):
-                    if isinstance(v, (dict, list)):
-                        stack.append((v, child(ptr, i), depth + 1))
+            anchor = node.get("$anchor")
+            if isinstance(anchor, str):
+                self.anchors.setdefault(anchor, ptr)
+            for k, v in node.items():
+                here = child(ptr, k)
+                if k in SCHEMA_KEYS:
+                    if isinstance(v, list):  # array-form items
+                        stack.extend((x, child(here, i), level + 1) for i, x in enumerate(v))
+                    else:
+                        stack.append((v, here, level + 1))
+                elif k in SCHEMA_LISTS and isinstance(v, list):
+                    stack.extend((x, child(here, i), level + 1) for i, x in enumerate(v))
+                elif k in SCHEMA_MAPS and isinstance(v, dict):
+                    stack.extend((x, child(here, n), level + 1) for n, x in v.items())
 
     def resolve(self, pointer: str) -> Any:
         """The value at a JSON pointer (raises GrammarError when absent)."""
@@ -119,8 +133,8 @@ class Document:
         self._cache[pointer] = node
         return node
 
-    def ref_target(self, ref: Any, at: str) -> str:
-        """The pointer a ``$ref`` value at ``at`` refers to."""
+    def ref_target(self, ref: Any, at: str) -> Optional[str]:
+        """The pointer a ``$ref`` value at ``at`` refers to (None: a non-local ref, ignored)."""
         if not isinstance(ref, str):
             raise self.fail("'$ref' must be a string", at)
         target = ref
@@ -129,7 +143,8 @@ class Document:
         if not target.startswith("#"):
             if target == "":
                 return ""
-            raise self.fail(f"only local '$ref's are supported, got '{ref}'", at)
+            self.problem(f"non-local '$ref' '{ref}' is unsupported", child(at, "$ref"))
+            return None
         frag = unquote(target[1:])
         if frag == "" or frag.startswith("/"):
             try:

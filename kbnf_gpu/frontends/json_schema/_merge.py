@@ -92,11 +92,10 @@ def expand(doc: Document, atoms: Any) -> tuple[Atom, ...]:
             raise doc.fail("a schema must be an object or a boolean", ptr)
         if "$ref" in sch and "$ref" not in skip:
             target = doc.ref_target(sch["$ref"], ptr)
-            if doc.draft7:  # draft 7 and older: siblings of $ref are ignored
+            if target is not None:
                 work.append((target, frozenset()))
-                continue
-            work.append((target, frozenset()))
-            work.append((ptr, skip | {"$ref"}))
+            if not doc.draft7:  # draft 7 and older: siblings of $ref are ignored
+                work.append((ptr, skip | {"$ref"}))
             continue
         if "allOf" in sch and "allOf" not in skip:
             branches = sch["allOf"]

@@ -71,12 +71,12 @@ def object_expr(
     def room(c: int) -> bool:
         return max_props is None or c < max_props
 
-    comma = L.comma(depth)
+    comma = b.term(L.comma(depth), "comma")
     colon = L.colon()
 
-    def piece(m: Member, first: bool) -> ir.Terminal:
-        key = b.seq(m.key, colon) if first else b.seq(comma, m.key, colon)
-        return b.term(key, "key")
+    def piece(m: Member, first: bool) -> tuple[ir.Expr, ...]:
+        key = b.term(b.seq(m.key, colon), "key")
+        return (key,) if first else (comma, key)
 
     State = tuple[int, frozenset[int], int, bool]
     names: dict[State, str] = {}
@@ -108,16 +108,16 @@ def object_expr(
                     if j in S:
                         continue
                     m = props[j]
-                    alts.append(ir.Sequence((piece(m, first), ir.Ref(m.value), ref((g, S | {j}, bump(c), False)))))
+                    alts.append(ir.Sequence((*piece(m, first), ir.Ref(m.value), ref((g, S | {j}, bump(c), False)))))
                 if b.any_order:
                     for r in regions:
-                        alts.append(ir.Sequence((piece(r, first), ir.Ref(r.value), ref((g, S, bump(c), False)))))
+                        alts.append(ir.Sequence((*piece(r, first), ir.Ref(r.value), ref((g, S, bump(c), False)))))
             if all(props[j].required is False or j in S for j in group):
                 alts.append(ref((g + 1, frozenset(), c, first)))
         else:
             if room(c):
                 for r in regions:
-                    alts.append(ir.Sequence((piece(r, first), ir.Ref(r.value), ref((G, frozenset(), bump(c), False)))))
+                    alts.append(ir.Sequence((*piece(r, first), ir.Ref(r.value), ref((G, frozenset(), bump(c), False)))))
             if not first and (not track or c >= min_props):
                 alts.append(ir.EMPTY)
         b.add_rule(names[s], alts)

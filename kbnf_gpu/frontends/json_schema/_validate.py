@@ -98,7 +98,8 @@ class Validator:
             raise self.doc.fail("a schema must be an object or a boolean", pointer)
         d = depth + 1
         if self.doc.draft7 and "$ref" in sch and "$ref" not in skip:
-            return self.valid(value, self.doc.ref_target(sch["$ref"], pointer), frozenset(), d)
+            target = self.doc.ref_target(sch["$ref"], pointer)
+            return target is None or self.valid(value, target, frozenset(), d)
         for kw, arg in sch.items():
             if kw in skip:
                 continue
@@ -109,7 +110,8 @@ class Validator:
     def _keyword(self, kw: str, arg: Any, sch: dict, v: Any, ptr: str, skip: frozenset[str], d: int) -> bool:
         here = child(ptr, kw)
         if kw == "$ref":
-            return self.valid(v, self.doc.ref_target(arg, ptr), frozenset(), d)
+            target = self.doc.ref_target(arg, ptr)
+            return target is None or self.valid(v, target, frozenset(), d)
         if kw == "type":
             types = arg if isinstance(arg, list) else [arg]
             return any(_is_type(v, t) for t in types)

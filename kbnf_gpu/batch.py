@@ -1,0 +1,127 @@
+"""``mask_batch``: mask a whole batch of logits in one kernel launch.
+
+Per step only small index arrays travel to the device: each matcher's dense
+row ids (into its grammar's tables, resident on the device since first use)
+and its extra token ids, packed as CSR into one buffer and copied once.
+Matchers of different grammars can share a batch: their tables live in one
+device pool at different row offsets.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import torch
+
+from .kernels import RowPool, apply_token_masks, build_csr, fill_token_bitmask
+from .runtime.matcher import Matcher
+
+
+def _gather(matchers: Sequence[Matcher | None], device: torch.device):
+    pool = RowPool.for_device(device)
+    row_lists: list = []
+    extra_lists: list = []
+    offsets: list[int] = []
+    skip: list[bool] = []
+    vocab_size = None
+    for m in matchers:
+        parts = None if m is None else m.mask_parts()
+        if parts is None:  # finished or unconstrained: leave the row alone
+            row_lists.append(())
+            extra_lists.append(())
+            offsets.append(0)
+            skip.append(True)
+            continue
+        compiled = m.compiled
+        if vocab_size is None:
+            vocab_size = compiled.vocab.size
+        elif compiled.vocab.size != vocab_size:
+            raise ValueError("all matchers of a batch must share one vocabulary size")
+        rows, extras = parts
+        offsets.append(pool.offset_of(compiled.table_key, compiled.dense_rows) if rows.size else 0)
+        row_lists.append(rows)
+        extra_lists.append(extras)
+        skip.append(False)
+    return pool, row_lists, extra_lists, offsets, skip, vocab_size
+
+
+class PreparedBatch:
+    """A batch's mask as device index tensors: what ``apply_prepared`` needs (built on the CPU)."""
+
+    __slots__ = ("rows", "csr", "vocab_size")
+
+    def __init__(self, rows: torch.Tensor, csr, vocab_size: int) -> None:
+        self.rows = rows
+        self.csr = csr
+        self.vocab_size = vocab_size
+
+
+def prepare_batch(
+    matchers: Sequence[Matcher | None],
+    device: torch.device | str,
+    indices: Sequence[int] | None = None,
+) -> PreparedBatch | None:
+    """Gather every matcher's row ids and extra ids and send them to ``device`` in one copy.
+
+    ``None`` when no matcher constrains anything (all finished or ``None``).
+    """
+    device = torch.device(device)
+    pool, row_lists, extra_lists, offsets, skip, vocab_size = _gather(matchers, device)
+    if vocab_size is None:
+        return None
+    csr = build_csr(row_lists, extra_lists, device=device, row_offsets=offsets,
+                    indices=None if indices is None else [int(i) for i in indices], skip=skip)
+    rows = pool.rows if pool.num_rows else torch.zeros((1, (vocab_size + 31) // 32), dtype=torch.int32,
+                                                         device=device)
+    return PreparedBatch(rows, csr, vocab_size)
+
+
+def apply_prepared(logits: torch.Tensor, prepared: PreparedBatch | None, *, backend: str | None = None) -> None:
+    """The kernel half of ``mask_batch``: one launch over a prepared batch."""
+    if prepared is not None:
+        apply_token_masks(logits, prepared.rows, *prepared.csr.csr(), **prepared.csr.options(),
+                          vocab_size=prepared.vocab_size, backend=backend)
+
+
+def mask_batch(
+    logits: torch.Tensor,
+    matchers: Sequence[Matcher | None],
+    indices: Sequence[int] | torch.Tensor | None = None,
+    *,
+    backend: str | None = None,
+) -> None:
+    """Set every disallowed logit of ``logits[B, V]`` to ``-inf`` in place, one launch for the batch.
+
+    ``matchers[b]`` constrains row ``indices[b]`` (default row ``b``); a
+    ``None`` matcher or a finished one leaves its row untouched. Columns beyond
+    the vocabulary (padded logits) are disallowed. CUDA tensors use the Triton
+    kernel; CPU tensors use the torch reference.
+    """
+    if logits.dim() != 2:
+        raise ValueError(f"logits must be [B, V], got shape {tuple(logits.shape)}")
+    if indices is None and len(matchers) > logits.shape[0]:
+        raise ValueError(f"{len(matchers)} matchers but only {logits.shape[0]} logits rows")
+    if indices is not None and len(indices) != len(matchers):
+        raise ValueError(f"{len(matchers)} matchers but {len(indices)} indices")
+    apply_prepared(logits, prepare_batch(matchers, logits.device, indices), backend=backend)
+
+
+def fill_bitmask_batch(
+    bitmask: torch.Tensor,
+    matchers: Sequence[Matcher | None],
+    indices: Sequence[int] | None = None,
+    *,
+    backend: str | None = None,
+) -> None:
+    """Write each matcher's allowed set into the packed ``int32[B, ceil(V/32)]`` bitmask (one launch).
+
+    Rows of ``None`` or finished matchers are left untouched (fill them with -1
+    beforehand for "unconstrained", as xgrammar's callers do).
+    """
+    pool, row_lists, extra_lists, offsets, skip, vocab_size = _gather(matchers, bitmask.device)
+    if vocab_size is None:
+        return
+    csr = build_csr(row_lists, extra_lists, device=bitmask.device, row_offsets=offsets,
+                    indices=None if indices is None else list(indices), skip=skip)
+    rows = pool.rows if pool.num_rows else torch.zeros((1, bitmask.shape[1]), dtype=torch.int32,
+                                                         device=bitmask.device)
+    fill_token_bitmask(bitmask, rows, *csr.csr(), **csr.options(), vocab_size=vocab_size, backend=backend)

@@ -1,0 +1,929 @@
+"""JSON Schema front end: IR shape, errors and warnings, regular pieces, and languages.
+
+Language tests run the grammar through ``kbnf_gpu.check`` (Earley parser) and
+compare with python ``jsonschema`` (Draft 2020-12 unless the schema says
+otherwise, format checking on):
+
+* the corpus (``/work/shared/corpus/cases.jsonl``, ``json_schema`` cases);
+* ``SCHEMAS`` below: for each, >= 20 valid texts must be complete, known
+  invalid values and mutated values that jsonschema rejects must not be, and
+  random texts sampled from the grammar itself must validate (soundness).
+
+Property order rule for instances: texts are serialized with the declared
+properties first, in schema order (``reorder``); schemas whose instances
+cannot be put in one order (``anyOf`` of property sets...) are checked with
+``any_order=True``.
+"""
+from __future__ import annotations
+
+import json
+import random
+import re
+import warnings
+from decimal import Decimal
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from kbnf_gpu import ir
+from kbnf_gpu.errors import GrammarError
+from kbnf_gpu.frontends import parse_grammar
+from kbnf_gpu.frontends.json_schema import JsonSchemaWarning, parse_json_schema
+from kbnf_gpu.frontends.json_schema import _charset as cs
+from kbnf_gpu.frontends.json_schema._pattern import PatternError, pattern_language
+from kbnf_gpu.frontends.json_schema._pyre import to_python
+from kbnf_gpu.frontends.json_schema._strings import CHAR, encode_text, quoted
+from kbnf_gpu.frontends.json_schema.formats import FORMATS, format_language
+from kbnf_gpu.frontends.json_schema.numbers import decimal_range, integer_range, multiple_of_regex
+from kbnf_gpu.frontends.json_schema._rx import rep
+
+jsonschema = pytest.importorskip("jsonschema")
+FORMAT_CHECKER = jsonschema.Draft202012Validator.FORMAT_CHECKER
+CORPUS = Path("/work/shared/corpus/cases.jsonl")
+
+try:
+    from kbnf_gpu.check import check_parser
+    from kbnf_gpu.normalize import normalize
+    from kbnf_gpu.runtime.earley import EarleyParser
+
+    HAVE_CHECK = True
+except ImportError:  # pragma: no cover - the parser is not there yet
+    HAVE_CHECK = False
+
+needs_check = pytest.mark.skipif(not HAVE_CHECK, reason="kbnf_gpu.check is not available")
+
+
+# ------------------------------------------------------------------ helpers
+
+
+def rx(e: Any) -> re.Pattern[str]:
+    return re.compile(to_python(e), re.S)
+
+
+def validator(schema: Any) -> Any:
+    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    return cls(schema, format_checker=FORMAT_CHECKER)
+
+
+class Checker:
+    """A grammar with its parser built once; ``status(text)``."""
+
+    def __init__(self, schema: Any, **opts: Any) -> None:
+        self.grammar = parse_json_schema(schema, **opts)
+        self.parser = EarleyParser(normalize(self.grammar))
+
+    def status(self, text: str) -> str:
+        return check_parser(self.parser, text).status
+
+    def complete(self, text: str) -> bool:
+        return self.status(text) == "complete"
+
+
+def _num(v: float) -> str:
+    """Positional notation (exponents are only admitted where provably in bounds)."""
+    text = format(Decimal(repr(v)), "f")
+    return text
+
+
+def dumps(v: Any, mode: dict, rnd: random.Random | None = None) -> str:
+    """json.dumps in the grammar's layout; ``rnd`` sprinkles flexible whitespace."""
+    indent = mode.get("indent")
+    compact = mode.get("whitespace") == "compact"
+
+    def ws() -> str:
+        if rnd is None:
+            return ""
+        return "".join(rnd.choice(" \t\n\r") for _ in range(rnd.choice([0, 0, 1, 2, 5])))
+
+    def go(v: Any, level: int) -> str:
+        if isinstance(v, bool) or v is None or isinstance(v, (int, str)):
+            return json.dumps(v)
+        if isinstance(v, float):
+            return _num(v)
+        pair = "[]" if isinstance(v, list) else "{}"
+        if not v:
+            return pair[0] + ws() + pair[1]
+        if isinstance(v, list):
+            items = [go(x, level + 1) for x in v]
+        else:
+            sep = ":" if compact or rnd else ": "
+            items = [json.dumps(k) + ws() + sep + ws() + go(x, level + 1) for k, x in v.items()]
+        if indent is not None:
+            pad = "\n" + " " * (indent * (level + 1))
+            return pair[0] + pad + ("," + pad).join(items) + "\n" + " " * (indent * level) + pair[1]
+        if rnd is not None:
+            return pair[0] + ws() + (ws() + "," + ws()).join(items) + ws() + pair[1]
+        return pair[0] + ("," if compact else ", ").join(items) + pair[1]
+
+    return ws() + go(v, 0) + ws()
+
+
+def reorder(v: Any, schema: Any, root: Any) -> Any:
+    """Put object keys in schema order (declared properties first) where the schema says."""
+    for _ in range(20):
+        if isinstance(schema, dict) and isinstance(schema.get("$ref"), str) and schema["$ref"].startswith("#"):
+            node = root
+            for tok in schema["$ref"][1:].split("/")[1:]:
+                node = node[tok.replace("~1", "/").replace("~0", "~")]
+            schema = node
+        else:
+            break
+    if not isinstance(schema, dict):
+        schema = {}
+    if isinstance(v, dict):
+        props = schema.get("properties", {})
+        keys = [k for k in props if k in v] + [k for k in v if k not in props]
+        extra = schema.get("additionalProperties", {})
+        return {k: reorder(v[k], props.get(k, extra), root) for k in keys}
+    if isinstance(v, list):
+        prefix = schema.get("prefixItems") or (schema.get("items") if isinstance(schema.get("items"), list) else [])
+        rest = schema.get("items") if isinstance(schema.get("items"), dict) else schema.get("additionalItems", {})
+        return [reorder(x, prefix[i] if i < len(prefix) else rest, root) for i, x in enumerate(v)]
+    return v
+
+
+# ---------------------------------------------------------- grammar sampler
+
+
+def _sample_rx(e: Any, rnd: random.Random, out: list[str]) -> None:
+    stack = [e]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, ir.Literal):
+            out.append(x.value.decode())
+        elif isinstance(x, ir.CharClass):
+            low = [(a, min(b, 0x7E)) for a, b in x.ranges if a <= 0x7E]
+            a, b = rnd.choice(low) if low and rnd.random() < 0.8 else rnd.choice(x.ranges)
+            out.append(chr(rnd.randint(a, b)))
+        elif isinstance(x, ir.Concat):
+            stack.extend(reversed(x.parts))
+        elif isinstance(x, ir.Alternation):
+            stack.append(rnd.choice(x.options))
+        elif isinstance(x, ir.Repeat):
+            hi = x.min + 3 if x.max is None else min(x.max, x.min + 3)
+            if x.max is not None and rnd.random() < 0.1:
+                hi = x.max
+            stack.extend([x.item] * rnd.randint(x.min, hi))
+        else:  # pragma: no cover
+            raise TypeError(x)
+
+
+def sample_texts(g: ir.Grammar, n: int, seed: int = 0, max_depth: int = 6) -> list[str]:
+    """Random sentences of ``g`` (derivation depth bounded by preferring shallow alternatives)."""
+    rules = {r.name: r.body for r in g.rules}
+    inf = 10**9
+    h = dict.fromkeys(rules, inf)
+
+    def height(e: Any) -> int:
+        if isinstance(e, ir.Terminal):
+            return 0
+        if isinstance(e, ir.Ref):
+            return min(h[e.name] + 1, inf)
+        if isinstance(e, ir.Sequence):
+            return max((height(x) for x in e.items), default=0)
+        if isinstance(e, ir.Choice):
+            return min((height(x) for x in e.alternatives), default=inf)
+        return 0 if e.min == 0 else height(e.item)
+
+    changed = True
+    while changed:
+        changed = False
+        for name, body in rules.items():
+            v = height(body)
+            if v < h[name]:
+                h[name], changed = v, True
+    rnd = random.Random(seed)
+    texts = []
+    for _ in range(n):
+        out: list[str] = []
+        stack: list[tuple[Any, int]] = [(rules[g.start], 0)]
+        while stack:
+            e, d = stack.pop()
+            if isinstance(e, ir.Terminal):
+                _sample_rx(e.expr, rnd, out)
+            elif isinstance(e, ir.Ref):
+                stack.append((rules[e.name], d + 1))
+            elif isinstance(e, ir.Sequence):
+                stack.extend((x, d) for x in reversed(e.items))
+            elif isinstance(e, ir.Choice):
+                alts = [a for a in e.alternatives if height(a) < inf]
+                if d > max_depth:
+                    best = min(height(a) for a in alts)
+                    alts = [a for a in alts if height(a) == best]
+                stack.append((rnd.choice(alts), d))
+            else:
+                hi = e.min + 3 if e.max is None else min(e.max, e.min + 3)
+                stack.extend([(e.item, d)] * (e.min if d > max_depth else rnd.randint(e.min, hi)))
+        texts.append("".join(out))
+    return texts
+
+
+class _Duplicate(Exception):
+    pass
+
+
+def _no_duplicates(pairs: list) -> dict:
+    d = dict(pairs)
+    if len(d) != len(pairs):
+        raise _Duplicate()
+    return d
+
+
+# ------------------------------------------------------------ IR-level tests
+
+
+def test_grammar_shape_and_terminal_reuse() -> None:
+    g = parse_json_schema({"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "string"}}})
+    assert g.syntax == "json_schema" and g.start == "root" and g.end_mode == "eos"
+    names = [r.name for r in g.rules]
+    assert names[0] == "root" and len(names) == len(set(names))
+    bodies = {r.name: r.body for r in g.rules}
+    terms: list[ir.Terminal] = []
+    refs: set[str] = set()
+    stack: list[Any] = list(bodies.values())
+    while stack:
+        e = stack.pop()
+        if isinstance(e, ir.Terminal):
+            terms.append(e)
+        elif isinstance(e, ir.Ref):
+            refs.add(e.name)
+        elif isinstance(e, ir.Sequence):
+            stack.extend(e.items)
+        elif isinstance(e, ir.Choice):
+            stack.extend(e.alternatives)
+        elif isinstance(e, ir.Repetition):
+            stack.append(e.item)
+    assert refs <= set(bodies)
+    # the two string properties share one terminal object
+    strings = [t for t in terms if t.name == "string"]
+    assert len(strings) >= 2 and all(t is strings[0] for t in strings)
+    # json_object and the syntax dispatcher
+    assert parse_grammar({"type": "object"}, "json_object") == parse_json_schema({"type": "object"})
+    assert parse_grammar('{"type": "integer"}', "json_schema") == parse_json_schema({"type": "integer"})
+
+
+def test_whitespace_modes_ir() -> None:
+    def terminal_text(g: ir.Grammar) -> set[int]:
+        cps: set[int] = set()
+        stack: list[Any] = [r.body for r in g.rules]
+        while stack:
+            e = stack.pop()
+            if isinstance(e, ir.Terminal):
+                stack.append(e.expr)
+            elif isinstance(e, ir.Literal):
+                cps |= set(e.value)
+            elif isinstance(e, ir.Sequence):
+                stack.extend(e.items)
+            elif isinstance(e, ir.Choice):
+                stack.extend(e.alternatives)
+            elif isinstance(e, (ir.Repetition,)):
+                stack.append(e.item)
+            elif isinstance(e, ir.Concat):
+                stack.extend(e.parts)
+            elif isinstance(e, ir.Alternation):
+                stack.extend(e.options)
+            elif isinstance(e, ir.Repeat):
+                stack.append(e.item)
+        return cps
+
+    sch = {"type": "object", "properties": {"a": {"type": "array", "items": {"type": "integer"}}}}
+    assert not terminal_text(parse_json_schema(sch, whitespace="compact")) & set(b" \n")
+    assert b"\n  "[0] in terminal_text(parse_json_schema(sch, indent=2))
+    with pytest.raises(GrammarError):
+        parse_json_schema(sch, whitespace="pretty")
+    with pytest.raises(GrammarError):
+        parse_json_schema(sch, indent=-1)
+
+
+@pytest.mark.parametrize(
+    "lo,hi",
+    [(-5, 1234567), (None, 5), (-123, None), (None, None), (0, 0), (-1, 1), (456, None), (None, -9999), (15, 300), (1, 900719925474091)],
+)
+def test_integer_ranges_exact(lo: int | None, hi: int | None) -> None:
+    r = rx(integer_range(lo, hi))
+    rnd = random.Random(1)
+    for n in list(range(-2000, 2000)) + [rnd.randint(-(10**16), 10**16) for _ in range(500)] + [lo or 0, hi or 0]:
+        assert bool(r.fullmatch(str(n))) == ((lo is None or n >= lo) and (hi is None or n <= hi)), n
+    for s in ["-0", "01", "00", "-01", "", "+1", "1.0"]:
+        assert not r.fullmatch(s)
+
+
+def test_decimal_ranges_sound_and_plain_complete() -> None:
+    rnd = random.Random(2)
+    bounds = [Decimal(x) for x in ["0", "1.5", "-1.5", "3.25", "0.05", "-0.05", "12", "-12", "100.001"]]
+
+    def gen() -> str:
+        s = rnd.choice(["", "-"]) + rnd.choice(["0", str(rnd.randint(1, 9)), str(rnd.randint(10, 300))])
+        if rnd.random() < 0.7:
+            s += "." + "".join(rnd.choice("0123456789") for _ in range(rnd.randint(1, 5)))
+        if rnd.random() < 0.3:
+            s += rnd.choice("eE") + rnd.choice(["", "+", "-"]) + str(rnd.choice([0, 1, 5, 307, 308, 400]))
+        return s
+
+    for _ in range(200):
+        lo, hi = rnd.choice(bounds + [None]), rnd.choice(bounds + [None])
+        le, he = rnd.random() < 0.5, rnd.random() < 0.5
+        e = decimal_range(lo, le, hi, he)
+        r = rx(e) if e is not None else None
+        for _ in range(100):
+            s = gen()
+            v = Decimal(s)
+            fv = float(s)  # soundness in float semantics too (underflow, overflow)
+            ok = (lo is None or (v > lo if le else v >= lo)) and (hi is None or (v < hi if he else v <= hi))
+            fok = (lo is None or (fv > float(lo) if le else fv >= float(lo))) and (
+                hi is None or (fv < float(hi) if he else fv <= float(hi))
+            )
+            got = bool(r and r.fullmatch(s))
+            if got:
+                assert ok and fok and not (s.startswith("-") and v == 0), (lo, le, hi, he, s)
+            elif ok and "e" not in s.lower() and not (s.startswith("-") and v == 0):
+                raise AssertionError(("plain decimal missing", lo, le, hi, he, s))
+
+
+def test_multiple_of_regex() -> None:
+    for k in (1, 2, 3, 7, 10, 12, 25):
+        r = rx(multiple_of_regex(k))
+        for n in range(-300, 300):
+            assert bool(r.fullmatch(str(n))) == (n % k == 0), (k, n)
+        assert not r.fullmatch("-0") and not r.fullmatch("00")
+
+
+def test_string_units_count_code_points() -> None:
+    r2 = rx(quoted(rep(CHAR, 2, 2)))
+    rnd = random.Random(3)
+    pool = ["a", "é", "😀", "\n", '"', "\\", "\u2028", "\x7f", "\uffff", "\U0010ffff", "/"]
+    for _ in range(2000):
+        s = "".join(rnd.choice(pool) for _ in range(rnd.randint(0, 4)))
+        enc = json.dumps(s, ensure_ascii=rnd.random() < 0.5)
+        assert bool(r2.fullmatch(enc)) == (len(s) == 2), enc
+    for bad in ['"\\uD83D"', '"\\x"', '"\n"', '"""', '"\\uDE00\\uD83D"']:
+        assert not rx(quoted(rep(CHAR, 0, None))).fullmatch(bad)
+    r = rx(quoted(encode_text("é/😀")))
+    assert r.fullmatch(json.dumps("é/😀")) and r.fullmatch(json.dumps("é/😀", ensure_ascii=False))
+    assert r.fullmatch('"\\u00E9\\/\\uD83D\\uDE00"')
+
+
+PATTERNS = [
+    r"^[a-zA-Z0-9_-]*$", r"^abc?d*efg+(hij)?kl$", r"^A|B|C|D$", r"ab", r"a$", r"(^a|b$)c?", r"x{2}", r"[^a-c]+$",
+    r"\d\w\s", r"\D\W\S", r"[^\d\s]", r"^$", r"a?^b", r"a$b?", r"^(\([0-9]{1,3}\))?[0-9]{3}-[0-9]{4}$", r"a{", r"[\]-]",
+]
+
+
+@pytest.mark.parametrize("pattern", PATTERNS)
+def test_pattern_under_and_over_approximations(pattern: str) -> None:
+    """``under`` implies a Python match (and ECMA), ``over`` is implied by one."""
+    rnd = random.Random(4)
+    alpha = "abcdxyzABD01 -_\n\"$.é٣\u2028()"
+    py = re.compile(pattern)
+    under, over = rx(pattern_language(pattern)), rx(pattern_language(pattern, over=True))
+    for _ in range(1500):
+        s = "".join(rnd.choice(alpha) for _ in range(rnd.randint(0, 7)))
+        truth = py.search(s) is not None
+        assert not under.fullmatch(s) or truth, s
+        assert over.fullmatch(s) or not truth, s
+
+
+@pytest.mark.parametrize("bad", [r"(?=a)", r"(?<!a)b", r"\1", r"a*+", r"[]", r"[^]", r"\bx", r"(?i)a", r"x{,3}", r"\p{L}", "(a", "a)"])
+def test_pattern_unsupported(bad: str) -> None:
+    with pytest.raises(PatternError):
+        pattern_language(bad)
+
+
+def test_formats_against_checker() -> None:
+    rnd = random.Random(5)
+    samples: dict[str, list[str]] = {
+        "date": [f"{rnd.randint(0, 9999):04d}-{rnd.randint(0, 13):02d}-{rnd.randint(0, 32):02d}" for _ in range(3000)]
+        + ["2000-02-29", "1900-02-29", "2004-02-29", "0000-01-01"],
+        "ipv4": [".".join(str(rnd.choice([0, 1, 9, 10, 99, 100, 199, 200, 255, 256])) for _ in range(4)) for _ in range(500)]
+        + ["01.1.1.1", "1.1.1"],
+        "time": [
+            f"{rnd.randint(0, 25):02d}:{rnd.randint(0, 61):02d}:{rnd.randint(0, 61):02d}"
+            + rnd.choice(["", ".5"]) + rnd.choice(["Z", "z", "+05:30", "-24:00", ""])
+            for _ in range(1000)
+        ],
+        "uuid": ["12345678-1234-1234-1234-1234567890ab", "ABCDEF01-ABCD-ABCD-ABCD-ABCDEF012345", "not-a-uuid", "12345678123412341234123456789abc"],
+        "ipv6": ["::", "::1", "1::", "::ffff:1.2.3.4", "1:2:3:4:5:6:7:8", "1:2:3:4:5:6:7::", "1:2:3:4:5:6:1.2.3.4", "1::2:3:4:5:6:7",
+                 "1:2:3:4:5:6:7:8:9", "1:::2", "12345::", "fe80::1%eth0", "::1.2.3"],
+        "date-time": ["2012-04-23T18:25:43.511Z", "2012-04-23t18:25:43z", "2012-04-23 18:25:43Z", "2012-02-30T00:00:00Z", "2020-01-31T00:00:00+01:00"],
+    }
+    for _ in range(2000):
+        parts = [("%x" % rnd.randint(0, 0xFFFFF))[: rnd.randint(1, 5)] for _ in range(rnd.randint(1, 9))]
+        s = ":".join(parts)
+        if rnd.random() < 0.5:
+            i = rnd.randint(0, len(s))
+            s = s[:i] + "::" + s[i:]
+        samples["ipv6"].append(s)
+    for fmt, texts in samples.items():
+        r = rx(format_language(fmt))
+        for s in texts:
+            assert bool(r.fullmatch(s)) == FORMAT_CHECKER.conforms(s, fmt), (fmt, s)
+    examples = {
+        "duration": (["P1Y", "P1Y2M3DT4H5M6S", "PT5M", "P3W", "P1D"], ["P1Y2D", "PT", "P", "P1DT", "1Y"]),
+        "email": (["a@b.co", "a.b+c@d-e.f"], ["@b", ".a@b", "a@b..c", "a@-b", "ab"]),
+        "hostname": (["example.com", "a", "xn--h2brj9c8c.in"], ["-a.com", "a..b", "a_b", "a" * 64]),
+        "uri": (["http://example.com/a?b#c", "urn:isbn:123", "mailto:a@b.c", "a:"], ["http://a b", "//a", "1a:b", "http://[::1]/"]),
+        "json-pointer": (["", "/a/b", "/~0~1"], ["a", "/~2"]),
+    }
+    for fmt, (good, bad) in examples.items():
+        r = rx(format_language(fmt))
+        assert all(r.fullmatch(s) for s in good), fmt
+        assert not any(r.fullmatch(s) for s in bad), fmt
+    assert set(examples) | set(samples) == set(FORMATS)
+
+
+# -------------------------------------------------------- errors & warnings
+
+UNSUPPORTED_CASES = [
+    ({"properties": {"a": {"not": {"type": "string"}}}}, "/properties/a/not"),
+    ({"items": {"if": {"type": "string"}, "then": {}}}, "/items/if"),
+    ({"$defs": {"x~/y": {"contains": {}}}, "$ref": "#/$defs/x~0~1y"}, "/$defs/x~0~1y/contains"),
+    ({"type": "object", "dependentRequired": {"a": ["b"]}}, "/dependentRequired"),
+    ({"type": "object", "unevaluatedProperties": False}, "/unevaluatedProperties"),
+    ({"anyOf": [{"type": "string", "format": "iri"}]}, "/anyOf/0/format"),
+    ({"properties": {"p": {"type": "string", "pattern": "(?=x)y"}}}, "/properties/p/pattern"),
+    ({"type": "number", "multipleOf": 0.01}, "/multipleOf"),
+    ({"$ref": "other.json#/x"}, "/$ref"),
+]
+
+
+@pytest.mark.parametrize("schema,pointer", UNSUPPORTED_CASES)
+def test_unsupported_keyword_errors_and_warnings(schema: Any, pointer: str) -> None:
+    with pytest.raises(GrammarError) as err:
+        parse_json_schema(schema)
+    assert f"'{pointer}'" in str(err.value)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        g = parse_json_schema(schema, strict=False)
+    assert isinstance(g, ir.Grammar)
+    assert any(issubclass(w.category, JsonSchemaWarning) and pointer in str(w.message) for w in caught)
+
+
+def test_annotations_and_unknown_keywords_are_ignored() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        g = parse_json_schema(
+            {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": "https://x/y.json", "title": "t",
+             "description": "d", "default": 1, "examples": [1], "$comment": "c", "x-vendor": 1, "format": "int32",
+             "type": "integer", "then": {}, "deprecated": True}
+        )
+    assert g == parse_json_schema({"type": "integer"})
+
+
+def test_unique_items_warns() -> None:
+    with pytest.warns(JsonSchemaWarning, match="uniqueItems"):
+        parse_json_schema({"type": "array", "uniqueItems": True})
+
+
+def test_one_of_overlap_warns_only_when_not_disjoint() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        parse_json_schema({"oneOf": [{"type": "string"}, {"type": "integer"}]})
+        parse_json_schema({"oneOf": [{"const": 1}, {"enum": [2, 3]}]})
+    with pytest.warns(JsonSchemaWarning, match="oneOf"):
+        parse_json_schema({"oneOf": [{"type": "string"}, {"type": "string", "maxLength": 3}]})
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        False,
+        {"not_a_keyword": 1, "type": "integer", "minimum": 5, "maximum": 2},
+        {"type": "object", "required": ["a"], "additionalProperties": False},
+        {"enum": []},
+        {"type": "string", "const": 1},
+        {"allOf": [{"type": "string"}, {"type": "integer"}]},
+        {"type": "array", "minItems": 2, "prefixItems": [{}], "items": False},
+        {"$ref": "#/$defs/a", "$defs": {"a": False}},
+    ],
+)
+def test_unsatisfiable_root(schema: Any) -> None:
+    with pytest.raises(GrammarError, match="unsatisfiable"):
+        parse_json_schema(schema)
+
+
+def test_bad_schemas() -> None:
+    for bad in ['{"type": ', "[1]", 3, {"type": "strin"}, {"$ref": "#/nope"}, {"allOf": []}, {"minLength": -1}]:
+        with pytest.raises(GrammarError):
+            parse_json_schema(bad)
+
+
+def test_nesting_limit() -> None:
+    ok: Any = {"type": "integer"}
+    for _ in range(150):
+        ok = {"type": "object", "properties": {"a": ok}}
+    parse_json_schema(ok)
+    deep: Any = {"type": "integer"}
+    for _ in range(300):
+        deep = {"type": "array", "items": deep}
+    with pytest.raises(GrammarError, match="nested"):
+        parse_json_schema(deep)
+
+
+def test_large_enum_and_recursion_build_fast() -> None:
+    import time
+
+    t = time.perf_counter()
+    parse_json_schema({"enum": ["value_%d" % i for i in range(1000)] + list(range(1000))})
+    parse_json_schema({"$defs": {"n": {"type": "object", "properties": {"c": {"type": "array", "items": {"$ref": "#/$defs/n"}}}}}, "$ref": "#/$defs/n"})
+    assert time.perf_counter() - t < 2.0
+
+
+# ------------------------------------------------------------------ corpus
+
+
+def _corpus_cases() -> list[dict]:
+    if not CORPUS.exists():
+        return []
+    lines = [ln for ln in CORPUS.read_text(encoding="utf-8").split("\n") if ln.strip()]
+    return [c for c in map(json.loads, lines) if c["format"] == "json_schema"]
+
+
+@needs_check
+@pytest.mark.skipif(not CORPUS.exists(), reason="corpus not available")
+@pytest.mark.parametrize("case", _corpus_cases(), ids=lambda c: c["id"])
+def test_corpus(case: dict) -> None:
+    """Accept strings are complete (schema order, else any_order); reject strings never are.
+
+    Corpus strings use arbitrary whitespace: flexible mode with max_whitespace=64.
+    Disputed strings are checked against jsonschema's verdict where we claim exactness.
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", JsonSchemaWarning)
+        ordered = Checker(case["grammar"], max_whitespace=64)
+        free = Checker(case["grammar"], max_whitespace=64, any_order=True)
+    for s in case["accept"]:
+        assert ordered.complete(s) or free.complete(s), s
+    for s in case["reject"]:
+        assert not ordered.complete(s) and not free.complete(s), s
+    for s in case.get("prefix_ok", []):
+        assert ordered.status(s) == "prefix" or free.status(s) == "prefix", s
+    for d in case.get("disputed_strings", []):
+        if d["verdicts"].get("jsonschema") == "reject":
+            assert not free.complete(d["s"]), d["s"]
+
+
+# -------------------------------------------------------- schema catalogue
+
+
+def _tree(rnd: random.Random, depth: int = 0) -> dict:
+    node: dict = {"value": rnd.randint(-50, 50)}
+    if depth < 4 and rnd.random() < 0.7:
+        node["children"] = [_tree(rnd, depth + 1) for _ in range(rnd.randint(0, 3))]
+    return node
+
+
+def _nested_list(rnd: random.Random) -> Any:
+    v: Any = rnd.randint(-9, 9)
+    for _ in range(rnd.randint(0, 6)):
+        v = [v] * rnd.randint(1, 2) if rnd.random() < 0.8 else []
+    return v
+
+
+def _linked(rnd: random.Random) -> Any:
+    v: Any = None
+    for _ in range(rnd.randint(0, 30)):
+        v = {"head": rnd.choice(["a", "bc", "", "é"]), "tail": v}
+    return v
+
+
+def _shuffled(rnd: random.Random) -> dict:
+    keys = [k for k in "abcde" if k in "ac" or rnd.random() < 0.5]
+    rnd.shuffle(keys)
+    return {k: rnd.randint(-9, 9) for k in keys}
+
+
+def _deep(rnd: random.Random) -> Any:
+    v: Any = rnd.randint(-(10**6), 10**6)
+    for _ in range(50):
+        v = {"n": v}
+    return v
+
+
+DEEP: Any = {"type": "integer"}
+for _ in range(50):
+    DEEP = {"type": "object", "properties": {"n": DEEP}, "required": ["n"], "additionalProperties": False}
+DEEP_BAD: Any = 1
+for _ in range(49):
+    DEEP_BAD = {"n": DEEP_BAD}
+
+FORMAT_VALUES = {
+    "date": ["2012-04-23", "2000-02-29", "1999-12-31"],
+    "time": ["18:25:43.511Z", "23:59:59+05:30", "00:00:00z"],
+    "date-time": ["2012-04-23T18:25:43.511Z", "2020-01-31t00:00:00-01:00"],
+    "duration": ["P1Y2M3DT4H5M6S", "PT5M", "P3W"],
+    "email": ["a.b@example.com", "x+y@d-e.org"],
+    "uuid": ["12345678-1234-1234-1234-1234567890ab", "ABCDEF01-ABCD-ABCD-ABCD-ABCDEF012345"],
+    "uri": ["https://example.com/a/b?c=d#e", "urn:isbn:0451450523", "file:///tmp/x"],
+    "ipv4": ["192.168.0.1", "255.255.255.255", "0.0.0.0"],
+    "ipv6": ["::1", "2001:db8::8a2e:370:7334", "::ffff:10.0.0.1"],
+    "hostname": ["example.com", "a-b.c-d.e", "localhost"],
+}
+
+
+def _formats(rnd: random.Random) -> dict:
+    return {f: rnd.choice(v) for f, v in FORMAT_VALUES.items() if rnd.random() < 0.7}
+
+
+# (id, schema, options, invalid values, generator of valid values or None for hypothesis)
+Gen = Callable[[random.Random], Any]
+SCHEMAS: list[tuple[str, Any, dict, list, Gen | None]] = []
+
+
+def case(id: str, schema: Any, invalid: list = (), gen: Gen | None = None, **opts: Any) -> None:  # type: ignore[assignment]
+    SCHEMAS.append((id, schema, opts, list(invalid), gen))
+
+
+case("string", {"type": "string"}, [1, None, ["a"]])
+case("number", {"type": "number"}, ["1", True, None])
+case("integer", {"type": "integer"}, [1.5, "1", True])
+case("boolean", {"type": "boolean"}, [0, "true", None])
+case("null", {"type": "null"}, [0, False, ""])
+case("type-list", {"type": ["string", "null", "integer"]}, [1.5, True, [], {}])
+case("int-range", {"type": "integer", "minimum": -5, "maximum": 1234567}, [-6, 1234568, 10**7, -100])
+case("int-min", {"type": "integer", "minimum": 456}, [455, 0, -456, 45])
+case("int-exclusive-max", {"type": "integer", "exclusiveMaximum": -10}, [-10, -9, 0, 10])
+case("int-float-bounds", {"type": "integer", "minimum": 0.5, "maximum": 10.5}, [0, 11, -1])
+case("number-range", {"type": "number", "minimum": 1.5, "exclusiveMaximum": 3.25}, [1.49, 3.25, 3.3, 0, -2])
+case("number-min0", {"type": "number", "minimum": 0}, [-0.5, -1, -1e5])
+case("number-exclusive-min0", {"type": "number", "exclusiveMinimum": 0}, [0, -1, -0.001, 0.0])
+case("number-max-negative", {"type": "number", "maximum": -2.5}, [-2.4, 0, 3])
+case("multiple-of-enumerated", {"type": "integer", "multipleOf": 7, "minimum": -100, "maximum": 100}, [1, 6, 101, 105, -101])
+case("multiple-of-unbounded", {"type": "integer", "multipleOf": 3, "minimum": 10}, [9, 11, 13, 0])
+case("string-length", {"type": "string", "minLength": 2, "maxLength": 5}, ["", "a", "abcdef", "éééééé"])
+case("string-long-max", {"type": "string", "maxLength": 100}, ["x" * 101, "é" * 101])
+case("string-long-min", {"type": "string", "minLength": 40}, ["x" * 39, ""])
+case("pattern-anchored", {"type": "string", "pattern": "^[a-z]+[0-9]{2}$"}, ["ab1", "Ab12", "ab123", "12"])
+case("pattern-search-length", {"type": "string", "pattern": "ab", "maxLength": 6}, ["a", "abcdefg", "xxxxx"])
+case("pattern-alternation", {"type": "string", "pattern": "^A|B|C|D$"}, ["E", "Dx", "xA"])
+case("pattern-untyped", {"pattern": "^[a-z]*$", "minLength": 2}, ["A", "ab1", "a"])
+case(
+    "formats",
+    {"type": "object", "properties": {f: {"type": "string", "format": f} for f in FORMAT_VALUES}, "additionalProperties": False},
+    [{"date": "2023-02-29"}, {"time": "25:00:00Z"}, {"ipv4": "256.1.1.1"}, {"uuid": "xyz"},
+     {"date-time": "2020-01-01 00:00:00Z"}, {"ipv6": "1:2"}, {"time": "12:00:00"}],
+    _formats,
+)
+case("enum-mixed", {"enum": ["red", "amber", None, 42, 1.5, ["foo", {"a": 1}], {"k": [True]}]}, ["blue", 43, [], {"k": [False]}, True])
+case("const-object", {"const": {"name": "x", "tags": [1, 2, {"z": None}]}}, [{"name": "x"}, {"name": "x", "tags": [1, 2]}, None])
+case("enum-large", {"enum": ["value_%d" % i for i in range(1000)]}, ["value_1000", "value", 1])
+case("enum-with-type", {"type": "string", "enum": ["a", 1, "bb", None], "maxLength": 1}, [1, None, "bb"])
+case(
+    "object-required",
+    {"type": "object", "properties": {"id": {"type": "integer"}, "name": {"type": "string"}, "tags": {"type": "array", "items": {"type": "string"}}},
+     "required": ["id", "name"], "additionalProperties": False},
+    [{}, {"id": 1}, {"id": 1, "name": "a", "x": 1}, {"id": "1", "name": "a"}, {"id": 1, "name": "a", "tags": [1]}],
+)
+case("additional-schema", {"type": "object", "properties": {"a": {"type": "string"}}, "additionalProperties": {"type": "integer"}},
+     [{"b": "x"}, {"a": 1}, {"a": "x", "b": 1.5}])
+case("pattern-properties-closed",
+     {"type": "object", "patternProperties": {"^x-": {"type": "integer"}, "^y": {"type": "string"}}, "additionalProperties": False},
+     [{"z": 1}, {"x-a": "s"}, {"yy": 1}])
+case("pattern-properties-open", {"type": "object", "properties": {"x-fixed": {"type": "string"}}, "patternProperties": {"^x-": {"type": "integer"}}},
+     [{"x-a": "s"}, {"x-fixed": "s"}, {"x-fixed": 1}])
+case("property-names", {"type": "object", "propertyNames": {"pattern": "^[a-z]+$", "maxLength": 4}}, [{"A": 1}, {"abcde": 1}, {"a1": 2}])
+case("min-max-properties", {"type": "object", "properties": {"a": {"type": "integer"}}, "minProperties": 2, "maxProperties": 3},
+     [{}, {"a": 1}, {"a": 1, "b": 2, "c": 3, "d": 4}])
+case("array-min-max", {"type": "array", "items": {"type": "integer"}, "minItems": 2, "maxItems": 4}, [[1], [1, 2, 3, 4, 5], [1, "2"]])
+case("prefix-items-closed", {"type": "array", "prefixItems": [{"type": "string"}, {"type": "number"}], "items": False}, [[1], ["a", 1, 2], ["a", "b"]])
+case("prefix-items-rest", {"type": "array", "prefixItems": [{"type": "string"}], "items": {"type": "boolean"}, "minItems": 2},
+     [["a"], ["a", 1], [True, True]])
+case("draft7-items-array",
+     {"$schema": "http://json-schema.org/draft-07/schema#", "type": "array", "items": [{"type": "integer"}, {"type": "string"}], "additionalItems": {"type": "null"}},
+     [["a"], [1, 2], [1, "a", 3]])
+case("any-of", {"anyOf": [{"type": "string", "maxLength": 3}, {"type": "integer", "minimum": 10}]}, ["abcd", 9, None])
+case(
+    "one-of-discriminated",
+    {"oneOf": [
+        {"type": "object", "properties": {"kind": {"const": "circle"}, "r": {"type": "number", "minimum": 0}}, "required": ["kind", "r"], "additionalProperties": False},
+        {"type": "object", "properties": {"kind": {"const": "rect"}, "w": {"type": "number"}, "h": {"type": "number"}}, "required": ["kind", "w", "h"], "additionalProperties": False},
+    ]},
+    [{"kind": "circle"}, {"kind": "rect", "r": 1}, {"kind": "tri", "r": 1}, {"kind": "circle", "r": -1}],
+    any_order=True,
+)
+case("all-of-objects",
+     {"allOf": [{"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]}, {"properties": {"b": {"type": "string"}, "a": {"minimum": 0}}, "required": ["b"]}]},
+     [{"a": 1}, {"b": "x"}, {"a": -1, "b": "x"}, {"a": 1, "b": 2}], any_order=True)
+case("all-of-numbers", {"allOf": [{"type": ["number", "string"]}, {"type": ["integer", "null"], "minimum": 3}, {"maximum": 9, "exclusiveMinimum": 4}]},
+     [4, 10, 5.5, "5", None])
+case("all-of-closed", {"allOf": [{"properties": {"a": {"type": "integer"}}}, {"properties": {"b": {}}, "additionalProperties": False}], "type": "object"},
+     [{"a": 1}, {"c": 1}], any_order=True)
+case("ref-defs",
+     {"$defs": {"pos": {"type": "integer", "minimum": 1}, "pair": {"type": "array", "prefixItems": [{"$ref": "#/$defs/pos"}, {"$ref": "#/$defs/pos"}], "items": False, "minItems": 2}}, "$ref": "#/$defs/pair"},
+     [[0, 1], [1], [1, 2, 3]], lambda r: [r.randint(1, 10**6), r.randint(1, 99)])
+case("ref-escaped",
+     {"definitions": {"a/b": {"type": "string"}, "c~d": {"type": "integer"}, "e%f": {"type": "boolean"}}, "type": "object",
+      "properties": {"x": {"$ref": "#/definitions/a~1b"}, "y": {"$ref": "#/definitions/c~0d"}, "z": {"$ref": "#/definitions/e%25f"}}},
+     [{"x": 1}, {"y": "1"}, {"z": 1}])
+case("ref-anchor", {"$defs": {"s": {"$anchor": "short", "type": "string", "maxLength": 2}}, "type": "array", "items": {"$ref": "#short"}},
+     [["abc"], [1]], lambda r: [r.choice(["", "a", "é", "ab"]) for _ in range(r.randint(0, 4))])
+case("recursive-tree",
+     {"$defs": {"node": {"type": "object", "properties": {"value": {"type": "integer"}, "children": {"type": "array", "items": {"$ref": "#/$defs/node"}, "maxItems": 3}},
+                         "required": ["value"], "additionalProperties": False}}, "$ref": "#/$defs/node"},
+     [{"value": 1, "children": [{}]}, {"children": []}, {"value": 1, "children": [{"value": "x"}]}], _tree)
+case("recursive-root", {"type": ["array", "integer"], "items": {"$ref": "#"}}, [["a"], [1, [2, [None]]], "x"], _nested_list)
+case("recursive-list",
+     {"$defs": {"list": {"anyOf": [{"type": "null"}, {"type": "object", "properties": {"head": {"type": "string"}, "tail": {"$ref": "#/$defs/list"}},
+                                                       "required": ["head", "tail"], "additionalProperties": False}]}}, "$ref": "#/$defs/list"},
+     [{"head": "a"}, {"head": "a", "tail": {"head": 1, "tail": None}}, 1], _linked)
+case("deep-nesting", DEEP, [DEEP_BAD, {"n": None}], _deep)
+case("true-schema", True, [])
+case("empty-schema", {}, [])
+case("any-order",
+     {"type": "object", "properties": {k: {"type": "integer"} for k in "abcde"}, "required": ["a", "c"], "additionalProperties": False},
+     [{"a": 1}, {"a": 1, "c": 2, "f": 3}, {"a": 1, "c": "2"}], _shuffled, any_order=True)
+case("compact",
+     {"type": "object", "properties": {"a": {"type": "array", "items": {"type": "number"}}, "b": {"type": "object", "additionalProperties": {"type": "boolean"}}}},
+     [{"a": [True]}, {"b": {"x": 1}}], whitespace="compact")
+case("indent",
+     {"type": "object", "properties": {"a": {"type": "array", "items": {"type": "integer"}}, "b": {"type": "object"}, "c": {"type": ["string", "null"]}}, "required": ["a"]},
+     [{"b": {}}, {"a": ["x"]}], indent=2)
+case("anyof-with-siblings",
+     {"type": "object", "properties": {"common": {"type": "string"}},
+      "anyOf": [{"required": ["x"], "properties": {"x": {"type": "integer"}}}, {"required": ["y"], "properties": {"y": {"type": "boolean"}}}]},
+     [{"common": "a"}, {"x": "1"}, {"y": 1}], any_order=True)
+case("nested-array-objects",
+     {"type": "array", "items": {"type": "object", "properties": {"k": {"type": "string", "enum": ["a", "b"]}, "v": {"type": ["number", "null"]}}, "required": ["k"]}, "minItems": 1},
+     [[], [{"v": 1}], [{"k": "c"}]])
+case("required-undeclared", {"type": "object", "required": ["x"], "patternProperties": {"^x$": {"type": "string"}}}, [{}, {"x": 1}])
+
+def _valid_values(schema: Any, gen: Gen | None, n: int) -> list[Any]:
+    if gen is not None:
+        rnd = random.Random(7)
+        return [gen(rnd) for _ in range(n)]
+    from hypothesis_jsonschema import from_schema
+
+    out: list[Any] = []
+
+    @settings(max_examples=n, derandomize=True, database=None, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(from_schema(schema))
+    def collect(v: Any) -> None:
+        out.append(v)
+
+    collect()
+    return out
+
+
+def _mutate(v: Any, rnd: random.Random) -> Any:
+    """A random small edit somewhere in a JSON value."""
+    if isinstance(v, dict) and v and rnd.random() < 0.7:
+        k = rnd.choice(list(v))
+        w = dict(v)
+        r = rnd.random()
+        if r < 0.3:
+            del w[k]
+        elif r < 0.5:
+            w[k + "x"] = w[k]
+        else:
+            w[k] = _mutate(w[k], rnd)
+        return w
+    if isinstance(v, list) and v and rnd.random() < 0.7:
+        i = rnd.randrange(len(v))
+        w = list(v)
+        r = rnd.random()
+        if r < 0.3:
+            del w[i]
+        elif r < 0.5:
+            w.append(w[i])
+        else:
+            w[i] = _mutate(w[i], rnd)
+        return w
+    if isinstance(v, bool):
+        return rnd.choice([not v, 1, None])
+    if isinstance(v, int):
+        return rnd.choice([v + 1, v - 1, -v, v * 10, v + 0.5, str(v)])
+    if isinstance(v, float):
+        return rnd.choice([v + 1, -v, v * 10, int(v)])
+    if isinstance(v, str):
+        return rnd.choice([v + "a", v[1:], v.upper(), v + "1", 1])
+    return rnd.choice([None, 0, "", [], {}, True])
+
+
+@needs_check
+@pytest.mark.parametrize("entry", SCHEMAS, ids=lambda e: e[0])
+def test_schema_language(entry: tuple) -> None:
+    """Valid texts complete; invalid and mutated-invalid texts not; sampled texts validate."""
+    id, schema, opts, invalid, gen = entry
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", JsonSchemaWarning)
+        chk = Checker(schema, **opts)
+    v = validator(schema)
+    flexible = "indent" not in opts and opts.get("whitespace") != "compact"
+    values = [x for x in _valid_values(schema, gen, 25) if v.is_valid(x)]
+    if not opts.get("any_order"):
+        values = [reorder(x, schema, schema) for x in values]
+    rnd = random.Random(11)
+    texts = {dumps(x, opts) for x in values}
+    if flexible:
+        texts |= {dumps(x, opts, rnd=rnd) for x in values}
+        for _ in range(40):
+            if len(texts) >= 20 or not values:
+                break
+            texts.add(dumps(rnd.choice(values), opts, rnd=rnd))
+    assert len(texts) >= min(20, len({json.dumps(x) for x in values}) * (2 if flexible else 1)), (id, len(texts))
+    for t in texts:
+        assert chk.complete(t), (id, t)
+    for x in invalid:
+        assert not v.is_valid(x), (id, x)
+        assert not chk.complete(dumps(x, opts)), (id, x)
+    for x in values[:10]:
+        for _ in range(5):
+            y = _mutate(x, rnd)
+            if not v.is_valid(y):
+                assert not chk.complete(dumps(y, opts)), (id, y)
+    if "uniqueItems" in json.dumps(schema):
+        return  # documented as unenforced
+    for t in sample_texts(chk.grammar, 80, seed=hash(id) & 0xFFFF):
+        try:
+            value = json.loads(t, object_pairs_hook=_no_duplicates)
+        except _Duplicate:
+            continue  # duplicate keys: outside what a grammar can exclude (documented)
+        assert v.is_valid(value), (id, t)
+
+
+# --------------------------------------------------- targeted language tests
+
+
+@needs_check
+def test_flexible_whitespace_bound() -> None:
+    chk = Checker({"type": "array", "items": {"type": "integer"}}, max_whitespace=3)
+    assert chk.complete("[ 1 ,\t2\n]") and chk.complete("   [1]   ")
+    assert not chk.complete("[    1]") and not chk.complete("[1,    2]") and not chk.complete("    [1]")
+    assert chk.complete("[   1   ,   2   ]")
+    assert Checker({"type": "object"}, max_whitespace=3).complete('{   "a"   :   1   }')
+
+
+@needs_check
+def test_indent_is_exactly_json_dumps() -> None:
+    schema = {"type": "object", "properties": {"a": {"type": "array"}, "b": {"type": "object"}}}
+    value = {"a": [1, [2, {}], {"x": [None, "s"]}], "b": {"k": {"z": []}}}
+    for n in (0, 1, 2, 4):
+        chk = Checker(schema, indent=n)
+        assert chk.complete(json.dumps(value, indent=n))
+        assert not chk.complete(json.dumps(value, indent=n + 1))
+        assert not chk.complete(json.dumps(value))
+    compact = Checker(schema, whitespace="compact")
+    assert compact.complete(json.dumps(value, separators=(",", ":")))
+    assert not compact.complete(json.dumps(value))
+
+
+@needs_check
+def test_any_order_is_exact_and_rejects_duplicates() -> None:
+    import itertools
+
+    keys = "abcd"
+    schema = {"type": "object", "properties": {k: {"type": "integer"} for k in keys}, "required": ["a", "b"], "additionalProperties": False}
+    free = Checker(schema, any_order=True, whitespace="compact")
+    ordered = Checker(schema, whitespace="compact")
+    for r in range(0, 5):
+        for combo in itertools.permutations(keys, r):
+            text = "{" + ",".join(f'"{k}":1' for k in combo) + "}"
+            valid = {"a", "b"} <= set(combo)
+            assert free.complete(text) == valid, text
+            assert ordered.complete(text) == (valid and list(combo) == sorted(combo)), text
+    assert not free.complete('{"a":1,"b":1,"a":2}')
+    assert not free.complete('{"a":1,"b":1,"c":1,"c":1}')
+
+
+@needs_check
+def test_additional_keys_cannot_spell_declared_keys() -> None:
+    """Declared keys are matched in their json.dumps spellings only; no other spelling
+    of a declared key may slip through as an additional key."""
+    chk = Checker({"type": "object", "properties": {"a": {"type": "integer"}, "é": {"type": "integer"}},
+                   "additionalProperties": {"type": "string"}})
+    assert chk.complete('{"a": 1}') and chk.complete('{"b": "x"}') and chk.complete('{"\\u0062": "x"}')
+    assert chk.complete('{"é": 1}') and chk.complete('{"\\u00e9": 1}')
+    for bad in ['{"\\u0061": "x"}', '{"a": "x"}', '{"\\u00E9": "x"}', '{"\\u00e9": "x"}', '{"é": "x"}']:
+        assert not chk.complete(bad), bad
+
+
+@needs_check
+def test_strings_escapes_and_lengths() -> None:
+    chk = Checker({"type": "string", "minLength": 2, "maxLength": 2})
+    for ok in ['"ab"', '"\\n\\t"', '"\\u00e9\\u00E9"', '"\\ud83d\\ude00a"', '"😀😀"', '"\\"\\\\"', '"\\/x"']:
+        assert chk.complete(ok), ok
+    for bad in ['"a"', '"abc"', '"\\ud83d"', '"a\nb"', '"\\x41b"', '"\\ud83d\\ude00"']:
+        assert not chk.complete(bad), bad
+    long = Checker({"type": "string", "minLength": 35, "maxLength": 70})
+    for n in range(0, 80):
+        assert long.complete(json.dumps("é" * n)) == (35 <= n <= 70), n
+
+
+@needs_check
+def test_numbers_details() -> None:
+    chk = Checker({"type": "integer"})
+    assert not chk.complete("-0") and not chk.complete("1.0") and chk.complete("-12")
+    pos = Checker({"type": "number", "minimum": 0})
+    assert pos.complete("1e400") and pos.complete("0.0") and pos.complete("2E-5") and not pos.complete("-1e-5")
+    strict = Checker({"type": "number", "exclusiveMinimum": 0})
+    assert strict.complete("1e-300") and not strict.complete("1e-400") and not strict.complete("0e5")
+    assert not strict.complete("0.000") and strict.complete("0.001")
+
+
+@needs_check
+def test_json_object_syntax() -> None:
+    g = parse_grammar({}, "json_object", whitespace="compact")
+    p = EarleyParser(normalize(g))
+    assert check_parser(p, '{"a":[1,{"b":null}]}').status == "complete"
+    assert check_parser(p, "[1]").status == "rejected"
