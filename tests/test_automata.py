@@ -256,6 +256,21 @@ def test_equivalent_regexes_give_identical_arrays(r, s):
 
 
 @SETTINGS
+@given(cheap_regexes(), st.sampled_from([0, 1, 2]))
+def test_hopcroft_agrees_with_moore(source, rounds):
+    from kbnf_gpu.automata import dfa as dfa_module
+
+    want = rx(source)
+    saved = dfa_module._MOORE_ROUNDS
+    dfa_module._MOORE_ROUNDS = rounds  # hand over to Hopcroft early
+    try:
+        got = rx(source)
+    finally:
+        dfa_module._MOORE_ROUNDS = saved
+    assert got.fingerprint == want.fingerprint
+
+
+@SETTINGS
 @given(cheap_regexes(), cheap_regexes(), st.integers(0, 2), st.one_of(st.none(), st.integers(0, 3)))
 def test_combinators_agree_with_regex(r, s, lo, extra):
     a, b = rx(r), rx(s)

@@ -177,7 +177,7 @@ def test_escape_matches_kbnf(esc: str, meaning: str) -> None:
     assert body(grammar) == ir.Sequence((lit(meaning), lit("\x01")))
 
 
-@pytest.mark.parametrize("esc", BAD_ESCAPES + [r"\v"])
+@pytest.mark.parametrize("esc", [e for e in BAD_ESCAPES if e != r"\u{1F600"] + [r"\v"])
 def test_bad_escape_matches_kbnf(esc: str) -> None:
     assert kbnf_status(f'start ::= "{esc}";', b"A") == "build-error"
 
@@ -293,14 +293,17 @@ def test_regex_language_matches_kbnf(pattern: str, strings: list[str]) -> None:
 # ---------------------------------------------------------------- the doc
 
 
+def _doc_syntax_section() -> str:
+    doc = SEED_DOC.read_text(encoding="utf-8")
+    return doc[doc.index("§KBNF Grammar") : doc.index("§Performance")]
+
+
 def _doc_examples() -> list[str]:
+    """The grammars of the Rust examples and every ``start ::= ...;`` statement of the syntax section."""
     if not SEED_DOC.exists():
         return []
-    doc = SEED_DOC.read_text(encoding="utf-8")
-    raw = re.findall(r'r##"(.*?)"##', doc, re.S)  # grammars of the Rust examples
-    syntax = doc[doc.index("§KBNF Grammar") : doc.index("§Performance")]
-    stmt = r"(?:^\(\*.*?\*\)\s*)?^start ::=.*?;(?:[ \t]*\(\*.*?\*\))?"
-    return raw + re.findall(stmt, syntax, re.M | re.S)
+    raw = re.findall(r'r##"(.*?)"##', SEED_DOC.read_text(encoding="utf-8"), re.S)
+    return raw + re.findall(r"^start ::=[^\n]*;", _doc_syntax_section(), re.M)
 
 
 def test_doc_examples_found() -> None:
@@ -313,6 +316,16 @@ def test_doc_examples_found() -> None:
 def test_doc_example_parses(grammar: str) -> None:
     g = parse_kbnf(grammar)
     assert g.start == "start" and g.end_mode == "eager"
+
+
+def test_doc_statements_and_comments_as_one_grammar() -> None:
+    """The syntax section's statements and ``(* comments *)`` in document order form one grammar."""
+    if not SEED_DOC.exists():
+        pytest.skip("seed doc not available")
+    pieces = re.findall(r"\(\*.*?\*\)|^start ::=[^\n]*;", _doc_syntax_section(), re.M | re.S)
+    assert sum(p.startswith("(*") for p in pieces) >= 15
+    g = parse_kbnf("\n".join(pieces))
+    assert len(g.rules) == sum(p.startswith("start") for p in pieces)
 
 
 DOC_LANGUAGE = [
@@ -405,11 +418,13 @@ def test_not_text() -> None:
     assert parse_kbnf(b'start ::= "a";').rules[0].body == lit("a")
 
 
-@pytest.mark.parametrize("grammar", [e[0] for e in ERRORS if "unclosed comment" not in e[3]])
+# Grammars the crate accepts although they are errors here (see kbnf.py's docstring).
+KBNF_QUIRKS = {'start ::= ("a" |);'}
+
+
+@pytest.mark.parametrize("grammar", [e[0] for e in ERRORS if e[0] not in KBNF_QUIRKS and "(* comment" not in e[0]])
 def test_kbnf_rejects_our_errors_too(grammar: str) -> None:
-    """Every error case above is also refused by the kbnf crate (it hangs on an unclosed comment)."""
-    if "(* c *)" in grammar:
-        pytest.skip("the crate ... also fails, but on the comment placement")
+    """Every other error case above is refused by the kbnf crate too (it hangs on an unclosed comment)."""
     assert kbnf_status(grammar, b"a") == "build-error"
 
 

@@ -336,6 +336,9 @@ def _flood(mark: np.ndarray, src: np.ndarray, dst: np.ndarray, n: int, within: n
     mark[:] = seen
 
 
+_MOORE_ROUNDS = 24
+
+
 def _minimize(table: np.ndarray, accepting: np.ndarray) -> np.ndarray:
     """Block id per state of the coarsest equivalence (all states live).
 
@@ -359,9 +362,6 @@ def _minimize(table: np.ndarray, accepting: np.ndarray) -> np.ndarray:
             return labels[:n]
         count = new_count
     return np.array(_hopcroft(T, labels.tolist())[:n], dtype=np.int64)
-
-
-_MOORE_ROUNDS = 24
 
 
 def _hopcroft(T: np.ndarray, labels: list[int]) -> list[int]:

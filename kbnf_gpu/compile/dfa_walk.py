@@ -230,15 +230,22 @@ def _walk_dense(
     Returns INSIDE as ``bool [len(origins), V]`` masks (these states admit
     many tokens, so masks beat pair lists) and the event (node, state) pairs.
     """
-    masks = np.zeros((origins.shape[0], trie.vocab_size if inside else 0), dtype=bool)
+    # states are kept pre-multiplied by 256 (dead = -256, which indexes the dead row)
+    table = np.where(flat_t >= 0, flat_t * 256, -256).astype(np.int32)
+    acc256 = np.zeros(table.shape[0], dtype=bool)
+    acc256[::256] = acc
+    h = origins.shape[0]
+    by_token = np.zeros((trie.vocab_size if inside else 0, h), dtype=bool)  # token-major: row writes
     ev_n: list[np.ndarray] = []
     ev_q: list[np.ndarray] = []
-    block = origins[None, :]  # states at the root
-    col = np.arange(origins.shape[0])  # row of ``masks`` for each block column
+    block = origins[None, :] * 256  # states at the root
+    col = np.arange(h)  # origin index of each block column
     node = np.zeros(1, dtype=np.int32)
     while True:
         owner, node = _expand32(trie.first_child[node], trie.n_children[node])
-        block = flat_t[block[owner] * 256 + trie.node_byte[node][:, None].astype(np.int32)]
+        idx = block[owner]
+        idx += trie.node_byte[node][:, None]
+        block = table[idx]
         alive = block >= 0
         rows = np.flatnonzero(alive.any(axis=1))
         if rows.size == 0:
@@ -250,17 +257,23 @@ def _walk_dense(
             block, alive, col = block[:, keep], alive[:, keep], col[keep]
         if inside:
             ends = np.flatnonzero(trie.node_nterm[node])
+            hit = alive[ends]
             if trie.max_nterm <= 1:
-                tokens, hit = trie.row_ids[trie.node_lo[node[ends]]], alive[ends]
+                tokens = trie.row_ids[trie.node_lo[node[ends]]]
             else:
                 owner, rows = _expand32(trie.node_lo[node[ends]], trie.node_nterm[node[ends]])
-                tokens, hit = trie.row_ids[rows], alive[ends][owner]
-            masks[col[:, None], tokens[None, :]] = hit.T
-        passes = np.flatnonzero(trie.node_passes[node])
-        i, j = np.nonzero(acc[block[passes]])
-        ev_n.append(node[passes][i])
-        ev_q.append(origins[col[j]])
-    return masks, _cat(ev_n), _cat(ev_q)
+                tokens, hit = trie.row_ids[rows], hit[owner]
+            if col.shape[0] == h:
+                by_token[tokens] = hit
+            else:
+                by_token[tokens[:, None], col[None, :]] = hit
+        hits = acc256[block]
+        if hits.any():
+            i, j = np.nonzero(hits)
+            ok = trie.node_passes[node[i]]
+            ev_n.append(node[i[ok]])
+            ev_q.append(origins[col[j[ok]]])
+    return np.ascontiguousarray(by_token.T), _cat(ev_n), _cat(ev_q)
 
 
 _EMPTY = np.zeros(0, dtype=np.int32)

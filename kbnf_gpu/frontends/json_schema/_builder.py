@@ -18,7 +18,7 @@ from ._document import Document, child
 from ._fsm import combine
 from ._layout import Layout
 from ._merge import Atom, Merged, Unsatisfiable, expand, first_choice, merge
-from ._objects import Member, object_expr
+from ._objects import Member, TooManyStates, object_expr
 from ._pattern import PatternError, pattern_language
 from ._rx import Rx, alt, cc, lit, rep, seq
 from ._strings import CHAR, encode, quoted
@@ -30,6 +30,7 @@ MAX_INDENT_UNROLL = 16  # indent layout: instances of one subschema at distinct 
 MAX_RULES = 50_000
 MAX_PATTERN_PROPERTIES = 6
 MAX_ENUMERATED_MULTIPLES = 256
+MAX_COUNT_RANGE = 10_000  # maxItems - minItems, maxLength / STRING_CHUNK: exact up to this
 STRING_CHUNK = 16  # code points per lexeme when a long bounded string is split
 ANY_CHAR = cc(cs.ANY)
 
@@ -271,14 +272,17 @@ class Builder:
             if hi is not None and hi < lo:
                 return None
             if (hi is None and lo > 2 * STRING_CHUNK) or (hi is not None and hi > 2 * STRING_CHUNK):
-                return self._chunked_string(lo, hi)
+                return self._chunked_string(lo, hi, m.atoms[0][0])
             return quoted(rep(CHAR, lo, hi))
         lang = self.string_language(m)
         return quoted(encode(lang))
 
-    def _chunked_string(self, lo: int, hi: Optional[int]) -> ir.Expr:
+    def _chunked_string(self, lo: int, hi: Optional[int], where: str) -> ir.Expr:
         """``"`` chunk{q} rest ``"`` with fixed-size chunks: bounded lexemes for long strings."""
         C = STRING_CHUNK
+        if hi is not None and (hi - lo) // C > MAX_COUNT_RANGE:
+            self.doc.problem(f"maxLength {hi} is too large to enforce exactly", where)
+            hi = None
         q_lo, r_lo = divmod(lo, C)
         open_q = self.term(lit('"'), "quote")
         chunk = self.term(rep(CHAR, C, C), "chunk")
@@ -322,6 +326,10 @@ class Builder:
             return tuple(out)
 
         lo, hi = m.min_items, m.max_items
+        if hi is not None and hi - lo > MAX_COUNT_RANGE:
+            self.doc.problem(f"maxItems {hi} is too large to enforce exactly (more than {MAX_COUNT_RANGE} above minItems)",
+                             m.atoms[0][0])
+            hi = None
         elems: list[Optional[str]] = []
         for i in range(K if hi is None else min(K, hi)):
             r = self.value_rule(atoms_at(i), self.child_depth(depth))
@@ -408,7 +416,12 @@ class Builder:
             props.append(Member(key, r, k in required))
         regions = self._regions(m, declared, depth)
         base = _rule_base(m.atoms[0][0]) if m.atoms else "any"
-        return object_expr(self, self.fresh(f"{base}_obj"), depth, props, regions, m.min_props, m.max_props)
+        try:
+            return object_expr(self, self.fresh(f"{base}_obj"), depth, props, regions, m.min_props, m.max_props)
+        except TooManyStates:
+            where = m.objects[0].pointer if m.objects else m.atoms[0][0]
+            self.doc.problem("minProperties/maxProperties too large to count with these properties", where)
+            return object_expr(self, self.fresh(f"{base}_obj"), depth, props, regions, 0, None)
 
     def _regions(self, m: Merged, declared: list[str], depth: int) -> list[Member]:
         """Key languages and value rules for members outside the declared names."""

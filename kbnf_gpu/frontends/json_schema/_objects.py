@@ -30,6 +30,10 @@ ANY_ORDER_GROUP = 8
 MAX_STATES = 20_000
 
 
+class TooManyStates(Exception):
+    """The member state machine would exceed ``MAX_STATES`` (huge min/maxProperties)."""
+
+
 @dataclass
 class Member:
     """A declared property (``key`` is the encoded, quoted key) or an additional region."""
@@ -90,7 +94,7 @@ def object_expr(
             s = (s[0], s[1], 0, s[3])
         if s not in names:
             if len(names) >= MAX_STATES:
-                raise b.doc.fail("object too complex (too many member states)", "")
+                raise TooManyStates()
             names[s] = f"{name}_m{len(names)}"
             work.append(s)
         return ir.Ref(names[s])
