@@ -51,7 +51,7 @@ def _expand32(lo: np.ndarray, count: np.ndarray) -> tuple[np.ndarray, np.ndarray
     return owner, values
 
 
-_MAX_MEMO_CANDIDATES = 1 << 20
+_MAX_MEMO_CANDIDATES = 1 << 19  # bigger candidate lists are recomputed, not kept
 
 
 @dataclass(frozen=True, eq=False)
@@ -105,6 +105,7 @@ class AcceptEvents:
         if min_rest > 1:
             ok = trie.row_len[rows] >= self.depth[ev] + min_rest
             ev, rows = ev[ok], rows[ok]
+        ev, rows = ev.astype(np.int32), rows.astype(np.int32)
         for arr in (ev, rows):
             arr.setflags(write=False)
         return ev, rows
@@ -392,7 +393,7 @@ def lexeme_ends(trie: TokenTrie, dfa: DFALike) -> tuple[np.ndarray, np.ndarray, 
     return rows, hits - trie.row_start[rows], hits
 
 
-_WALK_CACHE_SIZE = 128
+_WALK_CACHE_SIZE = 64
 _events: "OrderedDict[tuple[str, str], AcceptEvents]" = OrderedDict()
 _lock = threading.Lock()
 

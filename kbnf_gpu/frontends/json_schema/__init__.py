@@ -1,9 +1,75 @@
-"""JSON Schema front end: a schema becomes an IR grammar of its valid JSON texts.
+"""JSON Schema front end: a schema becomes an IR grammar of the JSON texts it accepts.
 
-``parse_json_schema(schema, whitespace=..., max_whitespace=..., indent=...,
-any_order=..., strict=...)``; see ``parse_json_schema`` for the options and the
-module docs of ``numbers``, ``formats``, ``_pattern``, ``_strings``,
-``_layout`` and ``_objects`` for what is exact and what is approximated.
+``parse_json_schema(schema, *, whitespace="flexible", max_whitespace=16,
+indent=None, any_order=False, strict=True) -> ir.Grammar`` (start rule
+``root``, ``syntax="json_schema"``, ``end_mode="eos"``). The ``json_object``
+syntax is ``parse_json_schema({"type": "object"}, ...)``.
+
+Structure. Every reachable conjunction of subschemas gets one named rule
+(``$ref``/``allOf`` are flattened into the conjunction, ``anyOf``/``oneOf``
+become one alternative per branch), so recursive schemas are recursive rules
+and nothing recurses in Python over the schema. Lexical pieces are terminals
+(one ``ir.Terminal`` object per distinct language): a whole string, a number,
+a key fused with its colon, ``{``/``[`` with the whitespace after them, etc.
+
+Exact (the grammar's language is exactly the valid texts, in the layout and
+property order described below):
+
+* types and type lists; ``true``/``{}`` (any value), ``false`` (nothing; a
+  ``GrammarError`` if the root is unsatisfiable);
+* ``properties``, ``required``, ``additionalProperties``, ``patternProperties``,
+  ``propertyNames``, ``minProperties``/``maxProperties`` (keys outside the
+  declared names are matched by their *decoded* text, so ``"\\u0061"`` can
+  never sneak in as an additional key when ``a`` is declared);
+* ``items`` (schema or draft-7 array form with ``additionalItems``),
+  ``prefixItems``, ``minItems``/``maxItems``;
+* ``minLength``/``maxLength`` in code points (an escape, or a surrogate-pair
+  escape, is one code point; lone surrogate escapes are never produced);
+* integer ``minimum``/``maximum``/``exclusive*`` (any bounds, one-sided too),
+  integer ``multipleOf`` (enumerated for small ranges, else a mod-k automaton);
+* ``$ref`` to ``#``, ``#/$defs/..``, ``#/definitions/..`` (``~0 ~1`` and
+  %-escapes), ``#anchor`` and the root ``$id``; draft <= 7 ignores siblings of
+  ``$ref`` as the spec says;
+* ``allOf`` (a true conjunction, not a merge heuristic), ``anyOf``.
+
+Approximate, but sound (every accepted text is valid):
+
+* strings with ``pattern``/``format`` accept any JSON escaping; the regex is
+  applied to the decoded string with ``re.search`` semantics (see
+  ``_pattern``: ``\\d`` ASCII, ``$`` only at the very end, ``.`` excluding all
+  line terminators; lookaround, backreferences and ``\\b`` are unsupported);
+* ``format``: see ``formats`` (e.g. the 253-character hostname limit is not
+  enforced);
+* ``enum``/``const`` values and declared keys are written as ``json.dumps``
+  writes them (with ``ensure_ascii`` on or off); other escapings of the same
+  text are rejected; numbers in their ``json.dumps`` form;
+* ``type: integer`` is plain integers (no ``1.0``, no ``-0``); number bounds
+  are exact in plain decimal notation, exponents only where they provably stay
+  in range (``numbers``);
+* ``any_order=True`` is exact for up to 8 declared properties; beyond, order
+  is free within consecutive blocks of 8 (a warning says so). Additional
+  members come after the declared ones in schema order, and anywhere with
+  ``any_order``;
+* ``indent=N``: a subschema is laid out at no more than 16 distinct depths
+  (recursion deeper than that cannot open more containers).
+
+Not sound (warned): ``oneOf`` is treated as ``anyOf`` unless its branches are
+provably disjoint (types, const/enum values, or a required discriminator
+property); ``uniqueItems`` is not enforced; JSON objects with a repeated
+*additional* key (which a parser collapses) can slip past
+``minProperties``. Declared keys can never repeat.
+
+Unsupported keywords (``not``, ``if``, ``dependentRequired``,
+``dependentSchemas``, ``dependencies``, ``contains``, ``unevaluated*``,
+``$dynamicRef``, non-integer ``multipleOf``, non-local ``$ref``, the
+``idn-*``/``iri*``/``uri-reference``/``uri-template``/``regex``/
+``relative-json-pointer`` formats, unsupported regex syntax) raise
+``GrammarError`` naming the keyword and its JSON pointer
+(``"unsupported keyword 'not' at '/properties/a/not'"``); with
+``strict=False`` they are ignored with a ``JsonSchemaWarning``. Unknown
+keywords and annotations (``title``, ``description``, ``default``,
+``examples``, ``$comment``, ``$schema``, ``$id``...) are ignored, as
+validators do.
 """
 from __future__ import annotations
 

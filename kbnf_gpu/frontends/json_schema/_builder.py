@@ -85,6 +85,7 @@ class Builder:
     def add_rule(self, name: str, alts: list[ir.Expr]) -> None:
         if len(self.rules) >= MAX_RULES:
             raise GrammarError(f"schema too large: more than {MAX_RULES} grammar rules")
+        assert name not in self.rules, name
         self.rule_names.add(name)
         self.rules[name] = alts[0] if len(alts) == 1 else ir.Choice(tuple(alts))  # () = nothing
 

@@ -95,7 +95,7 @@ def object_expr(
         if s not in names:
             if len(names) >= MAX_STATES:
                 raise TooManyStates()
-            names[s] = f"{name}_m{len(names)}"
+            names[s] = b.fresh(f"{name}_m{len(names)}")
             work.append(s)
         return ir.Ref(names[s])
 
