@@ -17,7 +17,7 @@ from .runtime.matcher import Matcher
 
 
 def _gather(matchers: Sequence[Matcher | None], device: torch.device):
-    pool = RowPool.for_device(device)
+    pool = None
     row_lists: list = []
     extra_lists: list = []
     offsets: list[int] = []
@@ -34,6 +34,7 @@ def _gather(matchers: Sequence[Matcher | None], device: torch.device):
         compiled = m.compiled
         if vocab_size is None:
             vocab_size = compiled.vocab.size
+            pool = RowPool.for_device(device, compiled.words)
         elif compiled.vocab.size != vocab_size:
             raise ValueError("all matchers of a batch must share one vocabulary size")
         rows, extras = parts

@@ -214,7 +214,8 @@ class _Builder:
                 continue
             parts = [memo[id(c)][1] for c in children]
             dfa = None
-            if all(p is not None for p in parts):
+            # a cheap size estimate first: fusing is only worth trying when the parts are small
+            if all(p is not None for p in parts) and sum(p.n_states for p in parts) <= 4 * limit:
                 try:
                     if isinstance(expr, ir.Sequence):
                         dfa = dfa_concat(parts, max_states=limit) if parts else dfa_literal(b"")

@@ -197,7 +197,9 @@ REGEX_TRANSLATIONS = [
     (r"a{ 2 , 3 }", "a{2,3}"),
     (r"a+?", "a+"),
     (r"[[:digit:]x]", "[0-9x]"),
-    (r"[[:^alpha:]]", "[\\x00-@\\[-`{-\U0010ffff]"),
+    (r"[[:^alpha:]]", "[^A-Za-z]"),
+    (r"[^[:^alpha:]]", "[A-Za-z]"),
+    (r"[[:^alpha:]0]", "[\\x00-@\\[-`{-\U0010ffff0]"),
     (r"\\pN", None),
     (r"(?u)a", "a"),
     (r"\\#\\~\\ ", "#~ "),
@@ -568,20 +570,101 @@ def kbnf_grammars(draw) -> ir.Grammar:
     return ir.Grammar(tuple(draw(st.permutations(rules))), "start", "kbnf", "eager")
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(kbnf_grammars(), st.booleans())
 def test_print_parse_round_trip(g: ir.Grammar, brackets: bool) -> None:
     text = print_kbnf(g, brackets)
     assert parse_kbnf(text) == g, text
 
 
-@settings(max_examples=300, deadline=None)
-@given(st.text(st.sampled_from(list("start ::=;|()[]{}?*+,\"'#ex\\n\t(**)ab_1")), max_size=40))
+def _escaped_char(ch: str, quote: str, style: int) -> str:
+    cp = ord(ch)
+    if ch in (quote, "\\"):
+        return "\\" + ch
+    if style == 1:
+        return f"\\u{{{cp:x}}}"
+    if style == 2 and cp < 0x100:
+        return f"\\x{cp:02x}"
+    if style == 3 and cp < 0x10000:
+        return f"\\u{cp:04X}"
+    if style == 4 and cp < 0o400 and cp >= 0o100:  # three octal digits, unambiguous
+        return f"\\{cp:o}"
+    return {"\n": "\\n", "\t": "\\t", "\r": "\\r"}.get(ch, ch) if style == 5 else ch
+
+
+_RX_SOURCES = _regex_sources()
+_SHORT_TEXT = st.text(st.characters(exclude_categories=("Cs",)), max_size=4)
+_QUOTES = st.sampled_from(['"', "'"])
+_STYLES = st.integers(0, 5)
+_SPACE = st.sampled_from([" ", "  ", "\n", "\t", " (* c *) ", "(*x*)", "\r\n "])
+_ITEM_SEP = st.sampled_from([" ", "\n", " (* c *) ", " , ", ","])
+
+
+@st.composite
+def kbnf_texts(draw) -> str:
+    """Random KBNF grammar text: every construct, quote style, escape form, comment and spacing."""
+    names = ["start"] + draw(st.lists(st.sampled_from(NAMES[1:]), unique=True, max_size=3))
+    space, item_sep = _SPACE, _ITEM_SEP
+
+    def quoted(text: str) -> str:
+        q = draw(_QUOTES)
+        return q + "".join(_escaped_char(ch, q, draw(_STYLES)) for ch in text) + q
+
+    def atom() -> str:
+        kind = draw(st.integers(0, 3))
+        if kind == 0:
+            return quoted(draw(_SHORT_TEXT))
+        if kind == 1:
+            # _regex_sources() is written for inside "..." already: undo that one level of escaping
+            source = draw(_RX_SOURCES).replace("\\\\", "\\")
+            return draw(st.sampled_from(["#", "#e", "#ex"])) + quoted(source)
+        if kind == 2:
+            return "#substrs" + quoted(draw(st.text(max_size=3)))
+        return draw(st.sampled_from(names))
+
+    def expr(depth: int) -> str:
+        kind = draw(st.integers(0, 4 if depth < 2 else 0))
+        if kind == 0:
+            return atom()
+        parts = [expr(depth + 1) for _ in range(draw(st.integers(2, 3)))]
+        if kind == 1:  # a sequence, bare or grouped
+            text = "".join(p + draw(item_sep) for p in parts[:-1]) + parts[-1]
+            return text if draw(st.booleans()) else f"({text})"
+        if kind == 2:  # alternatives in a group
+            return "(" + draw(st.sampled_from([" | ", "|", "\n| "])).join(parts) + ")"
+        if kind == 3:  # brackets
+            opener = draw(st.sampled_from(["[", "{"]))
+            return opener + draw(space) + " ".join(parts) + draw(space) + {"[": "]", "{": "}"}[opener]
+        return "(" + " | ".join(parts) + ")" + draw(st.sampled_from(["?", "*", "+", " ?"]))
+
+    rules = [(n, expr(0)) for n in names]
+    rules += [(draw(st.sampled_from(names)), expr(0)) for _ in range(draw(st.integers(0, 2)))]
+    return "".join(f"{n}{draw(space)}::={draw(space)}{e}{draw(space)};{draw(space)}" for n, e in rules)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(kbnf_texts())
+def test_random_texts_parse_and_round_trip(text: str) -> None:
+    g = parse_kbnf(text)
+    assert parse_kbnf(print_kbnf(g)) == g
+    assert parse_kbnf(print_kbnf(g, brackets=True)) == g
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(list("start ::=;|()[]{}?*+,\"'#e\\n\t") + ["start ::= ", "(*", "*)", "#ex", "#substrs", "a"]),
+        max_size=30,
+    ).map("".join)
+)
 def test_fuzz_only_grammar_errors(text: str) -> None:
+    """Any text gives a grammar or a GrammarError; a grammar survives print/parse."""
     try:
-        parse_kbnf(text)
+        g = parse_kbnf(text)
     except GrammarError as e:
         assert e.line is None or e.line >= 1
+        return
+    assert parse_kbnf(print_kbnf(g)) == g
 
 
 # -------------------------------------------------------------------- corpus

@@ -7,11 +7,13 @@ checks:
 * EOS is allowed exactly when the output so far is a JSON document
   (``json.loads`` accepts it); so every finished output passes ``json.loads``.
 
-Half the walks choose uniformly among the allowed tokens. Uniform walks spend
-almost all their time inside strings (nearly every Llama-3 token is string
-content), so the other half, still choosing only among allowed tokens, pick
-with probability 1/2 among the allowed tokens that hold a structural byte
-(``"{}[],:``) or EOS: they close strings, nest and finish documents.
+A third of the walks choose uniformly among the allowed tokens. Uniform walks
+mostly end as a scalar plus whitespace, or stay inside one long string (nearly
+every Llama-3 token is string content), so the other walks, still choosing
+only among the allowed tokens, are biased: with probability 1/2 (2/3 for the
+last third, whose first token must open an object or array) they pick among
+the allowed tokens that hold a structural byte (``"{}[],:``) or EOS, so they
+close strings, nest and finish non-trivial documents.
 
 The compiled grammar is the session fixture ``llama3_json``: every state's
 mask is computed once and shared by all walks.
@@ -51,6 +53,9 @@ def test_random_walks_are_sound(llama3_json):
     cols = np.arange(matrix.shape[1])[None, :] < lengths[:, None]
     structural = (np.isin(matrix, structural_bytes) & cols).any(axis=1)
     structural[eos_ids] = True
+    opens = np.zeros(vocab.size, dtype=bool)
+    opens[:] = (matrix[:, 0] == ord("{")) | (matrix[:, 0] == ord("["))
+    opens &= lengths > 0
     token_bytes = [vocab.token_bytes(i) for i in range(vocab.size)]
 
     rng = np.random.default_rng(SEED)
@@ -61,10 +66,11 @@ def test_random_walks_are_sound(llama3_json):
     longest = 0
     start = time.perf_counter()
     for walk in range(N_WALKS):
-        biased = walk % 2 == 1
+        policy = walk % 3  # 0 uniform, 1 structural 1/2, 2 container first + structural 2/3
+        bias = (0.0, 0.5, 2 / 3)[policy]
         m = Matcher(compiled)
         out = bytearray()
-        for _ in range(MAX_TOKENS):
+        for step in range(MAX_TOKENS):
             state = m.state
             allowed = allowed_of.get(state)
             if allowed is None:
@@ -73,7 +79,10 @@ def test_random_walks_are_sound(llama3_json):
             assert allowed.size, f"walk {walk} stuck after {bytes(out)!r}"
             accepting = m.is_accepting()
             assert bool(np.isin(eos_ids, allowed).all()) == accepting == parses(bytes(out)), (walk, bytes(out))
-            if biased and rng.random() < 0.5:
+            if policy == 2 and step == 0:
+                pick = allowed[opens[allowed]]
+                assert pick.size
+            elif rng.random() < bias:
                 pick = structural_of.get(state)
                 if pick is None:
                     pick = allowed[structural[allowed]]
@@ -97,8 +106,8 @@ def test_random_walks_are_sound(llama3_json):
     print(f"{N_WALKS} walks: {finished} finished ({finished_nested} non-empty containers), "
           f"{len(allowed_of)} states, longest {longest} bytes, {elapsed:.1f}s")
     # the fuzz must actually reach the end of documents, nested ones included
-    assert finished >= N_WALKS // 20
-    assert finished_nested >= 20
+    assert finished >= N_WALKS // 4
+    assert finished_nested >= N_WALKS // 10
 
 
 @pytest.mark.slow

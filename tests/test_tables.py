@@ -22,7 +22,7 @@ from kbnf_gpu.compile.tables import (
     inside_sets,
     lexeme_splits,
 )
-from kbnf_gpu.compile.token_sets import TokenSet, sets_from_pairs, words_for
+from kbnf_gpu.compile.token_sets import TokenSet, words_for
 from kbnf_gpu.compile.token_trie import TokenTrie
 from kbnf_gpu.vocab import Vocabulary
 
@@ -508,3 +508,39 @@ def test_dense_and_thread_walks_agree(dfa, tokens):
     assert results[0] == results[1] == results[2]
     for q, s in enumerate(results[0][0]):
         assert ids(s) == brute_inside(dfa, tokens, q)
+
+
+@FAST
+@given(st.lists(st.tuples(st.integers(0, 5), st.integers(0, 70)), max_size=300), st.integers(0, 8))
+def test_sets_from_pairs_and_masks(pairs, limit):
+    from kbnf_gpu.compile.token_sets import sets_from_masks, sets_from_pairs
+
+    V = 71
+    groups = np.array([g for g, _ in pairs], dtype=np.int64)
+    tokens = np.array([t for _, t in pairs], dtype=np.int64)
+    sets = sets_from_pairs(groups, tokens, 6, V, sparse_limit=limit)
+    masks = np.zeros((6, V), dtype=bool)
+    for g, t in pairs:
+        masks[g, t] = True
+    assert sets == sets_from_masks(masks, sparse_limit=limit)
+    for g, s in enumerate(sets):
+        assert ids(s) == {t for gg, t in pairs if gg == g}
+        assert s.is_dense == (s.count > limit)
+
+
+def test_table_cache_threads():
+    from concurrent.futures import ThreadPoolExecutor
+
+    vocab = vocab_of([b"ab", b"a", b"b", b"\"a\"", b"aa,", b",", b"a,b"])
+    a = make_dfa(1, {(0, 97): 0, (0, 98): 0}, [0])
+    b = literal_dfa(b",")
+    cache = TableCache(max_entries=2)  # tiny LRU: evictions under contention too
+    want = (inside_sets(a, vocab), cross_sets(a, b, vocab), deep_sets(a, [lexeme_splits(b, vocab)], vocab))
+
+    def job(i: int):
+        return cache.inside(a, vocab), cache.cross(a, b, vocab), cache.deep(a, [b], vocab)
+
+    with ThreadPoolExecutor(8) as pool:
+        for got in pool.map(job, range(64)):
+            assert got == want
+    assert len(cache) <= 2

@@ -11,6 +11,7 @@ import hashlib
 import json
 import uuid
 from dataclasses import asdict, dataclass
+from functools import lru_cache
 from typing import Any, Callable
 
 import numpy as np
@@ -37,6 +38,16 @@ class CompileConfig:
 
     def normalize_config(self) -> NormalizeConfig:
         return NormalizeConfig(self.max_dfa_states, self.fuse, self.fuse_max_states)
+
+
+@lru_cache(maxsize=8)
+def steppable_token_bytes(vocab: Vocabulary) -> tuple[bytes | None, ...]:
+    """Per id, the bytes a grammar steps through; ``None`` for special, empty, hole and padding ids."""
+    matrix, lengths = vocab.token_matrix()
+    out: list[bytes | None] = [None] * vocab.size
+    for i in np.flatnonzero(lengths).tolist():
+        out[i] = matrix[i, : lengths[i]].tobytes()
+    return tuple(out)
 
 
 def grammar_hash(source: Any, syntax: str, start: str | None, options: dict) -> str:
@@ -69,10 +80,7 @@ class CompiledGrammar:
         self.initial_state = self.parser.initial_state
         self.eos_ids = np.array(vocab.eos_ids, dtype=np.int32)
         self.eos_set = frozenset(int(i) for i in vocab.eos_ids)
-        special = set(vocab.special_ids)
-        self._token_bytes: list[bytes | None] = [
-            None if i in special else (vocab.token_bytes(i) or None) for i in range(vocab.size)
-        ]
+        self._token_bytes = steppable_token_bytes(vocab)
         self.words = (vocab.size + 31) // 32
         self.tables = tables
         self.table_key = uuid.uuid4().hex  # names this grammar's rows in a device RowPool

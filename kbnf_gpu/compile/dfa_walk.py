@@ -1,10 +1,11 @@
 """Walking byte DFAs over a vocabulary: the primitives behind the token tables.
 
 * :func:`walk_all_states` runs a DFA from *every* state at once down the
-  token trie, one depth per step, on sparse threads (node, state, origin):
-  a subtree is dropped as soon as a thread dies in it. It yields the tokens
-  that stay alive (INSIDE) and the places where the DFA accepts strictly
-  inside a token (:class:`AcceptEvents`).
+  token trie, one depth per step: start states that most tokens can enter
+  walk as dense ``[live nodes, states]`` blocks, the others as sparse threads
+  (node, state, origin); a subtree is dropped as soon as it is dead for all.
+  It yields the tokens that stay alive (INSIDE) and the places where the DFA
+  accepts strictly inside a token (:class:`AcceptEvents`).
 * :func:`chain_literal` / :func:`walk_chain` do the same without a walk for a
   DFA that is a single string (one transition per state): the tokens alive
   from position ``i`` are the prefixes of ``lit[i:]``, found along the trie

@@ -319,7 +319,9 @@ class _Translator:
         if c in "dDsSwW":
             return "\\" + c, i + 2
         if c in "pP":
-            ranges, j = self.unicode_property(i)
+            ranges, negate, j = self.unicode_property(i)
+            if negate:  # a negated class stays small (and cheap for interegular)
+                return ("[^" + _class_body(ranges) + "]" if ranges else "(?s:.)"), j
             if not ranges:
                 raise self.fail("this Unicode class matches nothing", i)
             return "[" + _class_body(ranges) + "]", j
@@ -361,7 +363,8 @@ class _Translator:
             return ord(c), i + 2  # escaped punctuation or space: the character itself
         raise self.fail(f"unsupported escape '\\{c}'", i)
 
-    def unicode_property(self, i: int) -> tuple[Ranges, int]:
+    def unicode_property(self, i: int) -> tuple[Ranges, bool, int]:
+        """``\\p{..}`` / ``\\P{..}`` at ``i``: (ranges of the property, negated?, next offset)."""
         s = self.src
         negate = s[i + 1] == "P"
         if s.startswith("{", i + 2):
@@ -380,7 +383,7 @@ class _Translator:
             raise self.fail(
                 f"Unicode property '{name}' is not supported (only general categories such as L, Lu, Nd)", i
             )
-        return (complement_ranges(ranges) if negate else ranges), end
+        return ranges, negate, end
 
     # ------------------------------------------------------------ classes
     def char_class(self, i: int) -> tuple[str, int]:
@@ -390,6 +393,9 @@ class _Translator:
         if negated:
             j += 1
         parts: list[str] = []
+        # a class made of one negated item ([[:^alpha:]], [\PL]) is written as a
+        # negated class of the item: small, and cheap for interegular
+        single_negated: Ranges | None = None
         first = True
         while True:
             if j >= n:
@@ -400,8 +406,11 @@ class _Translator:
                 break
             first = False
             if c == "[":
-                ranges, j = self.posix_class(j)
-                parts.append(_class_body(ranges))
+                start = j
+                ranges, negate, j = self.posix_class(j)
+                if negate and start == i + 1 + negated and s.startswith("]", j):
+                    single_negated = ranges
+                parts.append(_class_body(complement_ranges(ranges) if negate else ranges))
                 continue
             if s.startswith("&&", j) or s.startswith("~~", j) or s.startswith("--", j):
                 raise self.fail("character class set operations (&&, --, ~~) are not supported", j)
@@ -412,8 +421,11 @@ class _Translator:
                     j += 2
                     continue
                 if e and e in "pP":
-                    ranges, j = self.unicode_property(j)
-                    parts.append(_class_body(ranges))
+                    start = j
+                    ranges, negate, j = self.unicode_property(j)
+                    if negate and start == i + 1 + negated and s.startswith("]", j):
+                        single_negated = ranges
+                    parts.append(_class_body(complement_ranges(ranges) if negate else ranges))
                     continue
                 if e and e in "bB<>":
                     raise self.fail(f"'\\{e}' is not allowed in a character class", j)
@@ -439,12 +451,19 @@ class _Translator:
                 parts.append(f"{_class_char(lo)}-{_class_char(hi)}")
             else:
                 parts.append(_class_char(lo))
+        if single_negated is not None:
+            # [^X] where X is the item's own (positive) set; a negated class flips back
+            body = _class_body(single_negated)
+            if not body:
+                return ("[^\\x00-\\U0010ffff]" if negated else "(?s:.)"), j
+            return "[" + ("" if negated else "^") + body + "]", j
         body = "".join(parts)
         if not body:
             raise self.fail("this character class matches nothing", i)
         return "[" + ("^" if negated else "") + body + "]", j
 
-    def posix_class(self, j: int) -> tuple[Ranges, int]:
+    def posix_class(self, j: int) -> tuple[Ranges, bool, int]:
+        """``[:name:]`` / ``[:^name:]`` at ``j``: (ranges of the class, negated?, next offset)."""
         s = self.src
         if s.startswith("[:", j):
             k = s.find(":]", j + 2)
@@ -453,7 +472,7 @@ class _Translator:
                 negate = name.startswith("^")
                 ranges = _POSIX.get(name[1:] if negate else name)
                 if ranges is not None:
-                    return (complement_ranges(ranges) if negate else ranges), k + 2
+                    return ranges, negate, k + 2
                 raise self.fail(f"unknown POSIX class '[:{name}:]'", j)
         raise self.fail("nested character classes are not supported (escape '[' as '\\[')", j)
 

@@ -207,9 +207,8 @@ class _Parser:
             )  # fmt: skip
         if name in self.first_def:
             first = src.span(self.first_def[name])
-            raise src.error(
-                f"rule '{name}' is defined twice (first at line {first.line}, column {first.column})", name_at, rule=name
-            )
+            message = f"rule '{name}' is defined twice (first at line {first.line}, column {first.column})"
+            raise src.error(message, name_at, rule=name)
         self.first_def[name] = name_at
         self.current = name
         self.pos += 3

@@ -29,6 +29,7 @@ The IR is faithful: no desugaring, a group adds no node of its own, ``[x]`` is
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from .. import ir
 from ..errors import GrammarError
@@ -59,6 +60,12 @@ def _word_start(c: str) -> bool:
 def _word_char(c: str) -> bool:
     """Characters scanned as part of a would-be identifier (so ``a-b`` is reported whole)."""
     return c in _IDENT or c == "-" or (not c.isascii() and c.isalnum())
+
+
+@lru_cache(maxsize=4096)
+def _python_pattern(rust: str) -> ir.Pattern:
+    """Rust regex text → canonical ``ir.Pattern`` (grammars repeat their regexes; cached)."""
+    return translate_regex(rust_to_python(rust))
 
 
 @dataclass
@@ -171,14 +178,11 @@ class _Parser:
                 return ir.Terminal(ir.Literal(utf8(cps, offs)), kind, name=name, span=span)
         except EscapeError as e:
             raise self.src.error(e.message, e.offset, rule=rule) from None
-        pattern = "".join(map(chr, cps))
         try:
-            python = rust_to_python(pattern)
+            expr = _python_pattern("".join(map(chr, cps)))
         except RustRegexError as e:
             at = offs[e.pos] if e.pos < len(offs) else end - 1
             raise self.src.error(f"invalid regex: {e.message}", at, rule=rule) from None
-        try:
-            expr = translate_regex(python)
         except RegexIssue as e:
             raise self.src.error(f"unsupported regex: {e.message}", start, rule=rule) from None
         return ir.Terminal(expr, kind, name=name, span=span)

@@ -36,7 +36,7 @@ class RowPool:
     never evicted: the pool lives as long as the process.
     """
 
-    _pools: dict[torch.device, "RowPool"] = {}
+    _pools: dict[tuple[torch.device, int | None], "RowPool"] = {}
     _pools_lock = threading.Lock()
 
     def __init__(self, device: torch.device | str | int) -> None:
@@ -48,13 +48,17 @@ class RowPool:
         self._tables: dict[str, tuple[int, int]] = {}  # key -> (offset, R)
 
     @classmethod
-    def for_device(cls, device: torch.device | str | int) -> "RowPool":
-        """The process-wide pool of ``device`` (created on first use)."""
+    def for_device(cls, device: torch.device | str | int, width: int | None = None) -> "RowPool":
+        """The process-wide pool of ``device`` for rows of ``width`` words (created on first use).
+
+        Tables of one vocabulary width share a pool (one launch serves them
+        all); a server hosting models with different vocabularies gets one pool each.
+        """
         dev = _normalize_device(device)
         with cls._pools_lock:
-            pool = cls._pools.get(dev)
+            pool = cls._pools.get((dev, width))
             if pool is None:
-                pool = cls._pools[dev] = cls(dev)
+                pool = cls._pools[(dev, width)] = cls(dev)
             return pool
 
     @property

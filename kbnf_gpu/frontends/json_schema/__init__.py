@@ -45,7 +45,8 @@ Approximate, but sound (every accepted text is valid):
   text are rejected; numbers in their ``json.dumps`` form;
 * ``type: integer`` is plain integers (no ``1.0``, no ``-0``); number bounds
   are exact in plain decimal notation, exponents only where they provably stay
-  in range (``numbers``);
+  in range (``numbers``); a number with an integer ``multipleOf`` is written
+  as an integer;
 * ``any_order=True`` is exact for up to 8 declared properties; beyond, order
   is free within consecutive blocks of 8 (a warning says so). Additional
   members come after the declared ones in schema order, and anywhere with
@@ -74,7 +75,7 @@ validators do.
 from __future__ import annotations
 
 import json
-from typing import Any, Optional, Union
+from typing import Optional, Union
 
 from ...errors import GrammarError
 from ...ir import Grammar

@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import re
 from collections import deque
-from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
+from decimal import ROUND_CEILING, ROUND_FLOOR
 from typing import Any, Optional
 
 from ... import ir
 from ...errors import GrammarError
 from . import _charset as cs
 from ._document import Document, child
-from ._fsm import combine
+from ._fsm import DFA, TooLarge, combine, intersection_dfa, paths
 from ._layout import Layout
 from ._merge import Atom, Merged, Unsatisfiable, expand, first_choice, merge
 from ._objects import Member, TooManyStates, object_expr
@@ -31,6 +31,8 @@ MAX_RULES = 50_000
 MAX_PATTERN_PROPERTIES = 6
 MAX_ENUMERATED_MULTIPLES = 256
 MAX_COUNT_RANGE = 10_000  # maxItems - minItems, maxLength / STRING_CHUNK: exact up to this
+MAX_THREAD_RULES = 5_000  # rules of one threaded (chunked, pattern-tracking) string
+MAX_THREAD_TERMINALS = 400
 STRING_CHUNK = 16  # code points per lexeme when a long bounded string is split
 ANY_CHAR = cc(cs.ANY)
 
@@ -193,6 +195,9 @@ class Builder:
         return "|".join(parts) if len(parts) > 1 else (parts[0] if parts else "scalar")
 
     def _enum(self, m: Merged, depth: int) -> list[ir.Expr]:
+        for fmt, at in m.formats:
+            if fmt in UNSUPPORTED_FORMATS:
+                self.doc.problem(f"unsupported format '{fmt}'", at)
         values, _ = m.enums[0]
         for other, _ in m.enums[1:]:
             keys = {json_key(v) for v in other}
@@ -245,8 +250,8 @@ class Builder:
 
     # ------------------------------------------------------------ strings
 
-    def string_language(self, m: Merged) -> Rx:
-        """The decoded-string language of ``m``'s string keywords."""
+    def _string_constraints(self, m: Merged) -> list[Rx]:
+        """Decoded-string languages of ``pattern``s and ``format``s (problems reported)."""
         langs: list[Rx] = []
         for src, at in m.patterns:
             try:
@@ -258,6 +263,11 @@ class Builder:
                 langs.append(format_language(fmt))
             elif fmt in UNSUPPORTED_FORMATS:
                 self.doc.problem(f"unsupported format '{fmt}'", at)
+        return langs
+
+    def string_language(self, m: Merged) -> Rx:
+        """The decoded-string language of ``m``'s string keywords, as one regex."""
+        langs = self._string_constraints(m)
         if m.max_len is not None and m.max_len < m.min_len:
             return None
         base = rep(ANY_CHAR, m.min_len, m.max_len)
@@ -268,15 +278,116 @@ class Builder:
         return combine(base, langs)
 
     def _string(self, m: Merged) -> Any:
-        if not m.patterns and not m.formats:
-            lo, hi = m.min_len, m.max_len
-            if hi is not None and hi < lo:
-                return None
-            if (hi is None and lo > 2 * STRING_CHUNK) or (hi is not None and hi > 2 * STRING_CHUNK):
+        """A string terminal's language, or a rule expression for long/complex strings."""
+        lo, hi = m.min_len, m.max_len
+        if hi is not None and hi < lo:
+            return None
+        long = (hi is None and lo > 2 * STRING_CHUNK) or (hi is not None and hi > 2 * STRING_CHUNK)
+        langs = self._string_constraints(m)
+        if not langs:
+            if long:
                 return self._chunked_string(lo, hi, m.atoms[0][0])
             return quoted(rep(CHAR, lo, hi))
-        lang = self.string_language(m)
-        return quoted(encode(lang))
+        if not long or (hi is None and lo == 0):
+            try:
+                if len(langs) == 1 and lo == 0 and hi is None:
+                    return quoted(encode(langs[0]))
+                return quoted(encode(combine(rep(ANY_CHAR, lo, hi), langs)))
+            except TooLarge:
+                pass
+        return self._threaded_string(langs, lo, hi, m.atoms[0][0])
+
+    def _threaded_string(self, langs: list[Rx], lo: int, hi: Optional[int], where: str) -> Optional[ir.Expr]:
+        """Exact pattern/format plus length: chunks of ``C`` code points per lexeme,
+        rules tracking (automaton state, chunks so far)."""
+        try:
+            d = intersection_dfa(langs)
+        except TooLarge:
+            d = None
+            self.doc.problem("pattern/format too complex to combine", where)
+            return quoted(rep(CHAR, lo, hi)) if hi is not None and hi <= 2 * STRING_CHUNK else self._chunked_string(lo, hi, where)
+        if d is None:
+            return None
+        for C in (STRING_CHUNK, 8, 4, 2, 1):
+            if hi is not None and (hi - lo) // C > MAX_COUNT_RANGE:
+                break
+            try:
+                return self._thread(d, lo, hi, C)
+            except TooLarge:
+                continue
+        self.doc.problem("pattern/format combined with minLength/maxLength is too complex to enforce exactly", where)
+        return self._chunked_string(lo, hi, where)
+
+    def _thread(self, d: DFA, lo: int, hi: Optional[int], C: int) -> ir.Expr:
+        limit = 4_000
+        chunk_terms: dict[int, list[tuple[int, ir.Terminal]]] = {}
+        end_terms: dict[tuple[int, int, Optional[int]], Optional[ir.Terminal]] = {}
+        close = lit('"')
+
+        def chunks(p: int) -> list[tuple[int, ir.Terminal]]:
+            if p not in chunk_terms:
+                reach = {p}
+                for _ in range(C):
+                    reach = {t for q in reach for t in d.trans[q] if t >= 0}
+                out = []
+                for q in sorted(reach):
+                    r = paths(d, p, C, C, {q}, limit)
+                    if r is not None:
+                        out.append((q, self.term(encode(r), "string_chunk")))
+                chunk_terms[p] = out
+            return chunk_terms[p]
+
+        def end(p: int, a: int, b: Optional[int]) -> Optional[ir.Terminal]:
+            if (p, a, b) not in end_terms:
+                r = paths(d, p, a, b, None, limit)
+                end_terms[(p, a, b)] = None if r is None else self.term(seq(encode(r), close), "string_tail")
+            return end_terms[(p, a, b)]
+
+        names: dict[tuple[int, int], str] = {}
+        work: list[tuple[int, int]] = []
+        bodies: dict[str, list[ir.Expr]] = {}
+        J = -(-lo // C) if hi is None else None
+
+        def ref(p: int, j: int) -> ir.Ref:
+            if (p, j) not in names:
+                if len(names) >= MAX_THREAD_RULES:
+                    raise TooLarge("string automaton too large")
+                names[(p, j)] = f"string_{p}_{j}"
+                work.append((p, j))
+            return ir.Ref(names[(p, j)])
+
+        first = ref(0, 0)
+        while work:
+            p, j = work.pop()
+            alts: list[ir.Expr] = []
+            if J is not None and j >= J:
+                t = end(p, 0, None)
+                if t is not None:
+                    alts.append(t)
+            else:
+                a, b = max(0, lo - j * C), C - 1 if hi is None else min(C - 1, hi - j * C)
+                if a <= b:
+                    t = end(p, a, b)
+                    if t is not None:
+                        alts.append(t)
+                if hi is None or (j + 1) * C <= hi:
+                    for q, term in chunks(p):
+                        alts.append(ir.Sequence((term, ref(q, j + 1))))
+            bodies[names[(p, j)]] = alts
+            if len(chunk_terms) + len(end_terms) > MAX_THREAD_TERMINALS:
+                raise TooLarge("string automaton too large")
+        rename = {n: self.fresh(n) for n in bodies}
+
+        def fix(e: ir.Expr) -> ir.Expr:
+            if isinstance(e, ir.Ref):
+                return ir.Ref(rename[e.name])
+            if isinstance(e, ir.Sequence):
+                return ir.Sequence(tuple(fix(x) for x in e.items))
+            return e
+
+        for n, alts in bodies.items():
+            self.add_rule(rename[n], [fix(a) for a in alts])
+        return ir.Sequence((self.term(close, "quote"), fix(first)))
 
     def _chunked_string(self, lo: int, hi: Optional[int], where: str) -> ir.Expr:
         """``"`` chunk{q} rest ``"`` with fixed-size chunks: bounded lexemes for long strings."""

@@ -12,13 +12,17 @@ from dataclasses import dataclass
 from typing import Iterable, Optional
 
 from ...errors import GrammarError
-from ...ir import Alternation, CharClass, Concat, Literal, RegExpr, Repeat
+from ...ir import Alternation, CharClass, Concat, Literal, Repeat
 from . import _charset as cs
-from ._rx import EPS, Rx, alt, seq, size, star
+from ._rx import EPS, Rx, alt, seq, star
 
 MAX_NFA_STATES = 200_000
 MAX_STATES = 20_000
-MAX_REGEX_SIZE = 200_000
+MAX_REGEX_SIZE = 30_000
+
+
+class TooLarge(GrammarError):
+    """An automaton or regular expression exceeded its bound."""
 
 
 class _NFA:
@@ -28,7 +32,7 @@ class _NFA:
 
     def new(self) -> int:
         if len(self.eps) >= MAX_NFA_STATES:
-            raise GrammarError("regular expression too large to combine (NFA state limit)")
+            raise TooLarge("regular expression too large to combine (NFA state limit)")
         self.eps.append([])
         self.edges.append([])
         return len(self.eps) - 1
@@ -167,7 +171,7 @@ def compile_many(exprs: list[Rx]) -> list[DFA]:
                 j = index.get(nxt)
                 if j is None:
                     if len(order) >= MAX_STATES:
-                        raise GrammarError("regular expression too large to combine (DFA state limit)")
+                        raise TooLarge("regular expression too large to combine (DFA state limit)")
                     j = index[nxt] = len(order)
                     order.append(nxt)
                 row[a] = j
@@ -204,7 +208,7 @@ def intersect(a: DFA, b: DFA) -> DFA:
             j = index.get((x, y))
             if j is None:
                 if len(order) >= MAX_STATES:
-                    raise GrammarError("regular expressions too large to intersect (DFA state limit)")
+                    raise TooLarge("regular expressions too large to intersect (DFA state limit)")
                 j = index[(x, y)] = len(order)
                 order.append((x, y))
             row.append(j)
@@ -277,22 +281,28 @@ def _alt_cc(a: Rx, b: Rx) -> Rx:
     return alt(a, b)
 
 
-def to_regex(d: Optional[DFA]) -> Rx:
-    """A regular expression for the language of ``d`` (state elimination)."""
+def to_regex(d: Optional[DFA], limit: int = MAX_REGEX_SIZE) -> Rx:
+    """A regular expression for the language of ``d`` (state elimination).
+
+    Raises ``TooLarge`` when the expression would exceed about ``limit`` nodes.
+    """
     if d is None:
         return None
     n = d.n
     S, F = n, n + 1
     edge: dict[tuple[int, int], Rx] = {(S, 0): EPS}
+    cost: dict[tuple[int, int], int] = {(S, 0): 1}
     for q in range(n):
         if d.accept[q]:
             edge[(q, F)] = EPS
+            cost[(q, F)] = 1
         targets: dict[int, list[tuple[int, int]]] = {}
         for sym, t in enumerate(d.trans[q]):
             if t >= 0:
                 targets.setdefault(t, []).extend(d.symbols[sym])
         for t, rs in targets.items():
             edge[(q, t)] = CharClass(cs.norm(rs))
+            cost[(q, t)] = 1
     succ: dict[int, set[int]] = {q: set() for q in range(n + 2)}
     pred: dict[int, set[int]] = {q: set() for q in range(n + 2)}
     for p, q in edge:
@@ -303,26 +313,77 @@ def to_regex(d: Optional[DFA]) -> Rx:
         k = min(remaining, key=lambda s: (len(pred[s] - {s}) * len(succ[s] - {s}), s))
         remaining.discard(k)
         loop = edge.pop((k, k), None)
+        loop_cost = cost.pop((k, k), 0) + 1
         mid = star(loop) if loop is not None else EPS
         ins = [p for p in pred[k] if p != k]
         outs = [q for q in succ[k] if q != k]
         for p in ins:
             for q in outs:
                 path = seq(edge[(p, k)], mid, edge[(k, q)])
+                c = cost[(p, k)] + loop_cost + cost[(k, q)] + cost.get((p, q), 0) + 1
+                if c > limit:
+                    raise TooLarge("combined regular expression too large")
                 edge[(p, q)] = _alt_cc(edge.get((p, q)), path)
+                cost[(p, q)] = c
                 succ[p].add(q)
                 pred[q].add(p)
-                if size(edge[(p, q)]) > MAX_REGEX_SIZE:
-                    raise GrammarError("combined regular expression too large")
         for p in ins:
             edge.pop((p, k), None)
+            cost.pop((p, k), None)
             succ[p].discard(k)
         for q in outs:
             edge.pop((k, q), None)
+            cost.pop((k, q), None)
             pred[q].discard(k)
         succ[k].clear()
         pred[k].clear()
     return edge.get((S, F))
+
+
+def intersection_dfa(exprs: list[Rx]) -> Optional[DFA]:
+    """The minimal automaton of the intersection of ``exprs`` (None: empty)."""
+    if any(x is None for x in exprs):
+        return None
+    dfas = compile_many(exprs)
+    acc: Optional[DFA] = minimize(dfas[0])
+    for d in dfas[1:]:
+        if acc is None:
+            return None
+        acc = minimize(intersect(acc, d))
+    return acc
+
+
+def paths(d: DFA, start: int, lo: int, hi: Optional[int], targets: Optional[set[int]] = None,
+          limit: int = MAX_REGEX_SIZE) -> Rx:
+    """Strings ``w`` with ``lo <= len(w) <= hi`` leading ``d`` from ``start`` into
+    ``targets`` (default: the accepting states); ``hi=None``: no upper bound."""
+    targets = {q for q in range(d.n) if d.accept[q]} if targets is None else targets
+    top = hi if hi is not None else lo
+    index: dict[tuple[int, int], int] = {(start, 0): 0}
+    order = [(start, 0)]
+    trans: list[list[int]] = []
+    accept: list[bool] = []
+    i = 0
+    while i < len(order):
+        q, n = order[i]
+        i += 1
+        accept.append(q in targets and n >= lo)
+        row = []
+        for sym in range(len(d.symbols)):
+            t = d.trans[q][sym]
+            if t < 0 or (hi is not None and n >= hi):
+                row.append(-1)
+                continue
+            key = (t, min(n + 1, top) if hi is None else n + 1)
+            j = index.get(key)
+            if j is None:
+                if len(order) >= MAX_STATES:
+                    raise TooLarge("regular expressions too large to intersect (DFA state limit)")
+                j = index[key] = len(order)
+                order.append(key)
+            row.append(j)
+        trans.append(row)
+    return to_regex(minimize(DFA(d.symbols, trans, accept)), limit)
 
 
 def combine(base: Rx, keep: list[Rx] = (), drop: list[Rx] = ()) -> Rx:  # type: ignore[assignment]

@@ -18,37 +18,25 @@ from ._pyre import to_python
 from .formats import FORMATS, format_language
 
 
-def canon(v: Any) -> Any:
-    """A hashable key under JSON Schema equality."""
+def json_key(v: Any, depth: int = 0) -> Any:
+    """A hashable key under JSON Schema equality (``1 == 1.0``, ``true != 1``)."""
+    if depth > MAX_NESTING:
+        raise GrammarError("enum/const value nested too deeply")
     if isinstance(v, bool) or v is None:
         return ("c", v)
     if isinstance(v, (int, float)):
-        return ("n", Decimal(v) if isinstance(v, int) else Decimal(repr(v)).normalize())
+        return ("n", _num(v))
     if isinstance(v, str):
         return ("s", v)
     if isinstance(v, list):
-        return ("a", tuple(canon(x) for x in v))
+        return ("a", tuple(json_key(x, depth + 1) for x in v))
     if isinstance(v, dict):
-        return ("o", frozenset((k, canon(x)) for k, x in v.items()))
+        return ("o", frozenset((k, json_key(x, depth + 1)) for k, x in v.items()))
     raise GrammarError(f"not a JSON value: {v!r}")
 
 
 def equal(a: Any, b: Any) -> bool:
-    return _norm(canon(a)) == _norm(canon(b))
-
-
-def _norm(key: Any) -> Any:
-    if key[0] == "n":
-        return ("n", key[1].normalize() if key[1] != 0 else Decimal(0))
-    if key[0] == "a":
-        return ("a", tuple(_norm(x) for x in key[1]))
-    if key[0] == "o":
-        return ("o", frozenset((k, _norm(x)) for k, x in key[1]))
-    return key
-
-
-def json_key(v: Any) -> Any:
-    return _norm(canon(v))
+    return json_key(a) == json_key(b)
 
 
 @lru_cache(maxsize=None)
