@@ -57,9 +57,9 @@ class ByteClass:
 
 @dataclass(frozen=True)
 class Pattern:
-    """A regex in Python ``re`` syntax, parsed by ``interegular``.
+    """A regex in Python ``re`` syntax (parsed by Python's own regex parser, so it means what ``re`` means).
 
-    ``flags`` holds single-letter flags (``"i"``, ``"s"``, ``"m"``, ``"x"``, ``"u"``).
+    ``flags`` holds single-letter flags (``"i"``, ``"s"``, ``"m"``, ``"x"``, ``"u"``, ``"a"``).
     """
 
     source: str
@@ -93,7 +93,7 @@ class TerminalKind(str, Enum):
 
     PLAIN = "plain"
     EARLY_END = "early_end"  # KBNF #e"...": the lexeme ends at its first match
-    COMPLEMENT = "complement"  # KBNF #ex"...": see kbnf_gpu.automata for the exact meaning
+    COMPLEMENT = "complement"  # KBNF #ex"...": see kbnf_gpu/automata/kinds.py for the exact meaning
     SUBSTRINGS = "substrings"  # KBNF #substrs"...": any substring of the literal
 
 

@@ -664,6 +664,12 @@ case("string-long-min", {"type": "string", "minLength": 40}, ["x" * 39, ""])
 case("pattern-anchored", {"type": "string", "pattern": "^[a-z]+[0-9]{2}$"}, ["ab1", "Ab12", "ab123", "12"])
 case("pattern-search-length", {"type": "string", "pattern": "ab", "maxLength": 6}, ["a", "abcdefg", "xxxxx"])
 case("pattern-alternation", {"type": "string", "pattern": "^A|B|C|D$"}, ["E", "Dx", "xA"])
+case("pattern-threaded", {"type": "string", "pattern": "^[a-z]+(-[a-z]+)*$", "minLength": 5, "maxLength": 64},
+     ["abcd", "a-" * 32 + "a", "a--bc", "-abcd"], lambda r: "-".join("xyz"[: r.randint(1, 3)] * r.randint(1, 4) for _ in range(r.randint(2, 8)))[:64].strip("-"))
+case("email-max-length", {"type": "string", "format": "email", "maxLength": 40}, ["x" * 40 + "@b.co", "nope"],
+     lambda r: "u%d@%s.example" % (r.randint(0, 10**6), "d" * r.randint(1, 20)))
+case("pattern-min-length", {"type": "string", "pattern": "ab", "minLength": 40}, ["ab" + "x" * 37, "x" * 50],
+     lambda r: "x" * r.randint(0, 30) + "ab" + "é" * r.randint(38, 60))
 case("pattern-untyped", {"pattern": "^[a-z]*$", "minLength": 2}, ["A", "ab1", "a"])
 case(
     "formats",
@@ -916,6 +922,28 @@ def test_strings_escapes_and_lengths() -> None:
     long = Checker({"type": "string", "minLength": 35, "maxLength": 70})
     for n in range(0, 80):
         assert long.complete(json.dumps("é" * n)) == (35 <= n <= 70), n
+
+
+@needs_check
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"type": "string", "pattern": "^(ab|c)*$", "minLength": 3, "maxLength": 50},
+        {"type": "string", "pattern": "^[a-c]+(-[a-c]+)*$", "maxLength": 40},
+        {"type": "string", "pattern": "b", "minLength": 35},
+    ],
+)
+def test_threaded_strings_exact(schema: dict) -> None:
+    """Pattern plus long length limits: chunked lexemes that track the pattern automaton."""
+    chk = Checker(schema)
+    v = validator(schema)
+    rnd = random.Random(6)
+    pieces = ["a", "b", "c", "-", "ab", "é", "\n"]
+    for _ in range(400):
+        s = "".join(rnd.choice(pieces) for _ in range(rnd.choice([1, 5, 20, 30, 45, 60])))
+        got, valid = chk.complete(json.dumps(s)), v.is_valid(s)
+        # Python's "$" also matches before a final newline; the grammar follows ECMA-262
+        assert got == valid or (valid and s.endswith("\n")), s
 
 
 @needs_check

@@ -464,6 +464,33 @@ def test_kbnf_bug_still_present(bug, request):
         assert ours.matcher.state == state
 
 
+# Characters whose Unicode properties are stable across the Unicode versions of
+# Python's unicodedata and of kbnf's Rust regex crate: Latin-1, the combining
+# diacritics, and a few probes per class (digits, connectors, joiners, spaces).
+CLASS_PROBES = [chr(c) for c in range(0x00, 0x250)] + [chr(c) for c in range(0x300, 0x370)] + list(
+    "٣１‿⁀\u200c\u200dⅷ中あ\u3000\u2028\u2029\u0085\u180e\u2007\ufeff𝟘😀\U000e0001\u0903\u20dd"
+)
+
+
+@pytest.mark.parametrize(
+    "regex",
+    ["\\\\w", "\\\\W", "\\\\s", "\\\\S", "\\\\d", "[[:word:]]", "\\\\pL", "."],
+    ids=["w", "W", "s", "S", "d", "posix_word", "pL", "dot"],
+)
+def test_regex_class_semantics_match_kbnf(regex):
+    """Rust regex classes (Unicode-aware): every probe character allowed by one engine iff by the other."""
+    tokens = {i + 1: ch.encode() for i, ch in enumerate(CLASS_PROBES)}
+    grammar = 'start ::= #"%s" ";";' % regex
+    ours = Engine(grammar, Vocabulary(tokens), compile_config())
+    ours.compute_allowed_token_ids()
+    mine = {CLASS_PROBES[t - 1] for t in ours.allowed_token_ids_from_last_computation()}
+    theirs = {CLASS_PROBES[t - 1] for t in _kbnf_allowed(kbnf_engine(grammar, kbnf_vocab(tokens)))}
+    assert sorted(mine - theirs) == [] and sorted(theirs - mine) == [], (
+        f"only ours {[hex(ord(c)) for c in sorted(mine - theirs)][:20]}, "
+        f"only kbnf {[hex(ord(c)) for c in sorted(theirs - mine)][:20]}"
+    )
+
+
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_small_vocab(name):
     grammar, docs = CASES[name]

@@ -127,6 +127,24 @@ def test_any_interleaving_equals_replay(list_grammar, ops):
             assert snapshot(other) == snapshot(replay(compiled, h)), h
 
 
+@pytest.mark.parametrize("use_tables", CONFIGS)
+def test_returned_arrays_cannot_corrupt_shared_caches(use_tables):
+    """``allowed_token_ids`` may return a cached array: it must be read-only (or a copy)."""
+    list_grammar = compile_kbnf(LIST_GRAMMAR, list_vocab(), "eos", use_tables)  # private: this test may corrupt it
+    m = Matcher(list_grammar)
+    first = m.allowed_token_ids()
+    expected = first.tolist()
+    try:
+        first[0] = 99
+    except ValueError:
+        pass  # read-only: fine
+    assert Matcher(list_grammar).allowed_token_ids().tolist() == expected
+    assert m.allowed_token_ids().tolist() == expected
+    bitmask = torch.zeros((1, 3), dtype=torch.int32)
+    m.fill_bitmask(bitmask)
+    assert decode_bitmask_row(bitmask[0], list_grammar.vocab.size) == expected
+
+
 def test_fork_is_independent(list_grammar):
     m = Matcher(list_grammar)
     m.accept_token(tid(b"["))

@@ -320,7 +320,7 @@ class _Translator:
             return "\\" + c, i + 2
         if c in "pP":
             ranges, negate, j = self.unicode_property(i)
-            if negate:  # a negated class stays small (and cheap for interegular)
+            if negate:  # a negated class stays small (cheap to build)
                 return ("[^" + _class_body(ranges) + "]" if ranges else "(?s:.)"), j
             if not ranges:
                 raise self.fail("this Unicode class matches nothing", i)
@@ -394,7 +394,7 @@ class _Translator:
             j += 1
         parts: list[str] = []
         # a class made of one negated item ([[:^alpha:]], [\PL]) is written as a
-        # negated class of the item: small, and cheap for interegular
+        # negated class of the item: small, and cheap to build
         single_negated: Ranges | None = None
         first = True
         while True:

@@ -7,8 +7,8 @@ Python's own regex parser, rejects what a DFA cannot express (lookarounds,
 backreferences, word boundaries, conditionals, atomic groups, possessive
 quantifiers, anchors in the middle) with the offending column, strips anchors
 that only restate whole-match semantics, and writes the pattern back in a
-canonical subset of Python syntax that ``interegular`` parses with the same
-meaning: no verbose mode, no ``\\u``/``\\N`` escapes, control characters as
+canonical subset of Python syntax (the DFA builder parses it with Python's own
+regex parser, so it means exactly what ``re`` means): no verbose mode, no ``\\u``/``\\N`` escapes, control characters as
 ``\\xHH``, global flags moved into ``Pattern.flags`` (only ``i`` and ``s`` are
 kept: ``m``, ``x`` and ``u`` no longer change anything once anchors are gone).
 """
@@ -17,8 +17,6 @@ from __future__ import annotations
 import re
 import warnings
 from dataclasses import dataclass, field
-
-import interegular
 
 from .. import ir
 from ..errors import GrammarError
@@ -90,7 +88,6 @@ def translate_regex(source: str, flags: str = "", *, strip_anchors: bool = True)
         raise RegexIssue(f"{name} is not supported", 0)
     canonical = _Writer().seq(tree)
     out_flags = "".join(f for f, b in (("i", re.IGNORECASE), ("s", re.DOTALL)) if global_bits & b)
-    _check_interegular(canonical, out_flags)
     return ir.Pattern(canonical, out_flags)
 
 
@@ -139,15 +136,6 @@ def _delete_spans(text: str, spans: list[tuple[int, int]]) -> str:
         last = b
     out.append(text[last:])
     return "".join(out)
-
-
-def _check_interegular(canonical: str, flags: str) -> None:
-    """The canonical form must parse in interegular (the DFA builder's parser)."""
-    prefix = f"(?{flags})" if flags else ""
-    try:
-        interegular.parse_pattern(prefix + canonical)
-    except Exception as e:  # interegular raises several unrelated types
-        raise RegexIssue(f"regex feature not supported by the DFA builder: {e}", None) from None
 
 
 # ------------------------------------------------------------- the scanner
@@ -391,7 +379,7 @@ for _name, _msg in (("ATOMIC_GROUP", "atomic groups are not supported"),
 
 
 def _char(code: int, special: frozenset[str] = _SPECIAL) -> str:
-    """One code point written so that Python re and interegular read it literally."""
+    """One code point written so that Python re reads it literally."""
     ch = chr(code)
     if code < 0x20 or code == 0x7F:
         return f"\\x{code:02x}"

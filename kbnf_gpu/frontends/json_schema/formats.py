@@ -9,7 +9,8 @@ what python ``jsonschema``'s format checker accepts:
 * ``time``/``date-time``: RFC 3339 ``full-time`` (offset required, ``T``/``Z``
   in either case, no leap second ``:60``; exact for ``rfc3339-validator``).
 * ``duration``: RFC 3339 appendix A ABNF (``P1Y2M``, ``PT5M``, ``P3W``...).
-* ``email``: dot-atom local part ``@`` a hostname (no quoted local parts or
+* ``email``: dot-atom local part ``@`` dot-separated domain labels (letters,
+  digits, inner hyphens; label lengths unchecked; no quoted local parts or
   address literals).
 * ``hostname``: RFC 1123 labels of 1-63 characters separated by dots; the
   253-character total is not enforced.
@@ -47,7 +48,8 @@ DURATION = rf"P(?:{_DUR_DATE}|{_DUR_TIME}|{_N}W)"
 _LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
 HOSTNAME = rf"{_LABEL}(?:\.{_LABEL})*"
 _ATOM = r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+"
-EMAIL = rf"{_ATOM}(?:\.{_ATOM})*@{HOSTNAME}"
+_DOMAIN_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?"
+EMAIL = rf"{_ATOM}(?:\.{_ATOM})*@{_DOMAIN_LABEL}(?:\.{_DOMAIN_LABEL})*"
 _H = r"[0-9a-fA-F]"
 UUID = rf"{_H}{{8}}-{_H}{{4}}-{_H}{{4}}-{_H}{{4}}-{_H}{{12}}"
 _OCTET = r"(?:25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])"
