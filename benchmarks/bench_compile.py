@@ -3,7 +3,7 @@
 Grammars (Llama-3 vocabulary): a JSON grammar, and a 12-property
 JSON-Schema-equivalent grammar (written by hand so every engine gets the same
 language). Tokenizer conversion is excluded for all engines: each engine's
-vocabulary object (ours: ``Vocabulary`` + token trie; kbnf: ``kbnf.Vocabulary``;
+vocabulary object (ours: ``Vocabulary`` + token trie + per-id bytes; kbnf: ``kbnf.Vocabulary``;
 xgrammar: ``TokenizerInfo``) is built before timing starts.
 
 Each (engine, grammar) runs in a fresh subprocess so peak RSS is its own.
@@ -105,12 +105,16 @@ def peak_mb() -> float:
 def worker(engine: str, grammar: str, repeats: int) -> dict:
     kbnf_text, gbnf_text = GRAMMARS[grammar]
     if engine == "kbnf_gpu":
+        import kbnf_gpu.frontends.kbnf  # noqa: F401  (imports happen before timing, as for the peers)
         from kbnf_gpu import Vocabulary, compile_grammar
         from kbnf_gpu.compile.artifact import load_compiled
+        from kbnf_gpu.compile.compiled import steppable_token_bytes
         from kbnf_gpu.compile.tables import as_trie
 
         vocab = Vocabulary.from_name("llama3")
-        as_trie(vocab)  # vocabulary preprocessing, like the peers' tokenizer objects
+        # vocabulary preprocessing (the token trie and per-id bytes), like the peers' tokenizer objects
+        as_trie(vocab)
+        steppable_token_bytes(vocab)
 
         def compile_once():
             return compile_grammar(kbnf_text, vocab, syntax="kbnf", end_mode="eos")

@@ -241,15 +241,108 @@ def kernel_rows(ctx: BenchContext) -> list[dict]:
     return out
 
 
-def end_to_end_rows(ctx: BenchContext) -> list[dict]:
-    """Hook for the end-to-end benchmark with real matchers (lead to fill in).
+SAMPLE_JSON = (
+    '{"id": 12345, "name": "Ada Lovelace", "tags": ["math", "poetry", "engines"], "active": true, '
+    '"scores": [1.5, -2, 3e4], "address": {"city": "London", "zip": null}, "notes": "first \\"programmer\\""}'
+)
 
-    Expected shape: for each batch size, build ``B`` matchers over real
-    grammars, and per decoding step time ``state -> CSR (build_csr) -> H2D ->
-    apply_token_masks``; return one dict per (batch, dtype) with at least
-    ``batch``, ``dtype`` and ``*_us`` timings. Returning [] skips the section.
+
+def _greedy_tokens(vocab, compiled, text: bytes) -> list[int]:
+    """Tokenize ``text`` by longest allowed token at each step (a path through the grammar)."""
+    from kbnf_gpu import Matcher
+
+    m = Matcher(compiled)
+    out, pos = [], 0
+    while pos < len(text):
+        best = max((t for t in m.allowed_token_ids().tolist()
+                    if vocab.token_bytes(t) and text.startswith(vocab.token_bytes(t), pos)),
+                   key=lambda t: len(vocab.token_bytes(t)))
+        m.accept_token(best)
+        out.append(best)
+        pos += len(vocab.token_bytes(best))
+    return out
+
+
+def end_to_end_rows(ctx: BenchContext) -> list[dict]:
+    """Per decoding step for B real matchers: ours (gather rows → one copy → one launch) vs xgrammar.
+
+    Each of the B sequences sits at a different position of a JSON document
+    (Llama-3 vocabulary, a JSON grammar); ours = ``prepare_batch`` +
+    ``apply_prepared``; xgrammar = ``fill_next_token_bitmask`` per matcher +
+    ``apply_token_bitmask_inplace``. Steady state: both engines' per-state
+    caches are warm (a serving loop revisits states constantly).
     """
-    return []
+    if ctx.vocab != 128256:
+        return []
+    from kbnf_gpu import Matcher, Vocabulary, compile_grammar
+    from kbnf_gpu.batch import apply_prepared, prepare_batch
+    from kbnf_gpu.demo import JSON_GRAMMAR
+
+    vocab = Vocabulary.from_name("llama3")
+    compiled = compile_grammar(JSON_GRAMMAR.replace("{0,4}", "*"), vocab, syntax="kbnf", end_mode="eos")
+    tokens = _greedy_tokens(vocab, compiled, SAMPLE_JSON.encode())
+    try:
+        import xgrammar as xgr
+        from tokenizers import Tokenizer
+        from transformers import PreTrainedTokenizerFast
+
+        from kbnf_gpu.tokenizers import locate
+
+        hf = PreTrainedTokenizerFast(tokenizer_object=Tokenizer.from_file(str(locate("llama3").path)))
+        info = xgr.TokenizerInfo.from_huggingface(hf, vocab_size=vocab.size)
+        xgr_compiled = xgr.GrammarCompiler(info).compile_builtin_json_grammar()
+    except Exception as e:  # noqa: BLE001 - optional peer
+        xgr = None
+        ctx.extra["xgrammar_e2e_error"] = repr(e)
+    dev = ctx.device
+    out = []
+    for B in ctx.batches:
+        ours_m = []
+        xgr_m = []
+        for b in range(B):
+            k = b % len(tokens)
+            m = Matcher(compiled)
+            m.accept_tokens(tokens[:k])
+            ours_m.append(m)
+            if xgr is not None:
+                xm = xgr.GrammarMatcher(xgr_compiled)
+                for t in tokens[:k]:
+                    assert xm.accept_token(t)
+                xgr_m.append(xm)
+        W = -(-vocab.size // 32)
+        bitmask = torch.empty((B, W), dtype=torch.int32, device="cpu").pin_memory() if dev.type == "cuda" \
+            else torch.empty((B, W), dtype=torch.int32)
+        dev_bitmask = torch.empty((B, W), dtype=torch.int32, device=dev)
+        for dname in ctx.dtypes:
+            logits = torch.randn((B, vocab.size), device=dev).to(DTYPES[dname])
+
+            def ours(i: int) -> None:
+                apply_prepared(logits, prepare_batch(ours_m, dev))
+
+            def ours_cpu(i: int) -> None:
+                prepare_batch(ours_m, dev)
+
+            def theirs(i: int) -> None:
+                for b, xm in enumerate(xgr_m):
+                    xm.fill_next_token_bitmask(bitmask, b)
+                dev_bitmask.copy_(bitmask, non_blocking=True)
+                xgr.apply_token_bitmask_inplace(logits, dev_bitmask)
+
+            def theirs_cpu(i: int) -> None:
+                for b, xm in enumerate(xgr_m):
+                    xm.fill_next_token_bitmask(bitmask, b)
+
+            row: dict = {"batch": B, "dtype": dname, "section": "end_to_end"}
+            fns = {"ours_e2e": ours, "ours_gather": ours_cpu}
+            if xgr is not None:
+                fns.update({"xgr_e2e": theirs, "xgr_fill": theirs_cpu})
+            for name, fn in fns.items():
+                med, low = time_cpu(lambda i: (fn(i), _sync(dev)), ctx.repeats, ctx.warmup)
+                row[f"{name}_us"], row[f"{name}_min_us"] = med * 1e6, low * 1e6
+            if xgr is not None:
+                row["speedup_vs_xgr"] = row["xgr_e2e_us"] / row["ours_e2e_us"]
+            out.append(row)
+    return out
 
 
 # ------------------------------------------------------------------ report
@@ -314,9 +407,11 @@ def main(argv: list[str] | None = None) -> int:
     print_table(rows, cuda)
     e2e = end_to_end_rows(ctx)
     if e2e:
-        print("\n# end to end")
+        print("\n# end to end, B real matchers (JSON grammar, Llama-3), steady state; microseconds per step")
+        print(f"{'B':>5} {'dtype':>5} {'ours e2e':>10} {'ours gather':>12} {'xgr e2e':>10} {'xgr fill':>10} {'speedup':>8}")
         for r in e2e:
-            print(r)
+            print(f"{r['batch']:>5} {r['dtype']:>5} {_fmt(r.get('ours_e2e_us')):>10} {_fmt(r.get('ours_gather_us')):>12} "
+                  f"{_fmt(r.get('xgr_e2e_us')):>10} {_fmt(r.get('xgr_fill_us')):>10} {r.get('speedup_vs_xgr', float('nan')):>8.2f}")
 
     out = Path(args.out) if args.out else Path(__file__).resolve().parent / "out" / f"bench_mask_{dev.type}.json"
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
+import numpy as np
 import torch
 
 from .kernels import RowPool, apply_token_masks, build_csr, fill_token_bitmask
@@ -46,26 +47,34 @@ def _gather(matchers: Sequence[Matcher | None], device: torch.device):
 
 
 class PreparedBatch:
-    """A batch's mask as device index tensors: what ``apply_prepared`` needs (built on the CPU)."""
+    """A batch's mask, ready to apply: device CSR index tensors, or (on the CPU) the bitsets themselves."""
 
-    __slots__ = ("rows", "csr", "vocab_size")
+    __slots__ = ("vocab_size", "rows", "csr", "targets", "words")
 
-    def __init__(self, rows: torch.Tensor, csr, vocab_size: int) -> None:
+    def __init__(self, vocab_size: int, *, rows=None, csr=None, targets=None, words=None) -> None:
+        self.vocab_size = vocab_size
         self.rows = rows
         self.csr = csr
-        self.vocab_size = vocab_size
+        self.targets = targets
+        self.words = words
 
 
 def prepare_batch(
     matchers: Sequence[Matcher | None],
     device: torch.device | str,
     indices: Sequence[int] | None = None,
+    *,
+    backend: str | None = None,
 ) -> PreparedBatch | None:
-    """Gather every matcher's row ids and extra ids and send them to ``device`` in one copy.
+    """The CPU half of ``mask_batch``: every matcher's mask, packed for one launch.
 
+    For a GPU: row ids and extra ids as CSR, sent to ``device`` in one copy.
+    For the CPU (no ``backend`` forced): each state's cached bitset.
     ``None`` when no matcher constrains anything (all finished or ``None``).
     """
     device = torch.device(device)
+    if device.type == "cpu" and backend is None:
+        return _prepare_cpu(matchers, indices)
     pool, row_lists, extra_lists, offsets, skip, vocab_size = _gather(matchers, device)
     if vocab_size is None:
         return None
@@ -73,12 +82,16 @@ def prepare_batch(
                     indices=None if indices is None else [int(i) for i in indices], skip=skip)
     rows = pool.rows if pool.num_rows else torch.zeros((1, (vocab_size + 31) // 32), dtype=torch.int32,
                                                          device=device)
-    return PreparedBatch(rows, csr, vocab_size)
+    return PreparedBatch(vocab_size, rows=rows, csr=csr)
 
 
 def apply_prepared(logits: torch.Tensor, prepared: PreparedBatch | None, *, backend: str | None = None) -> None:
-    """The kernel half of ``mask_batch``: one launch over a prepared batch."""
-    if prepared is not None:
+    """The device half of ``mask_batch``: one launch (or one vectorized pass on the CPU)."""
+    if prepared is None:
+        return
+    if prepared.words is not None:
+        _apply_cpu(logits, prepared)
+    else:
         apply_token_masks(logits, prepared.rows, *prepared.csr.csr(), **prepared.csr.options(),
                           vocab_size=prepared.vocab_size, backend=backend)
 
@@ -95,7 +108,8 @@ def mask_batch(
     ``matchers[b]`` constrains row ``indices[b]`` (default row ``b``); a
     ``None`` matcher or a finished one leaves its row untouched. Columns beyond
     the vocabulary (padded logits) are disallowed. CUDA tensors use the Triton
-    kernel; CPU tensors use the torch reference.
+    kernel; CPU tensors a numpy path over each state's cached bitset
+    (``backend="torch"`` or ``"triton"`` forces the kernels' reference or Triton).
     """
     if logits.dim() != 2:
         raise ValueError(f"logits must be [B, V], got shape {tuple(logits.shape)}")
@@ -103,7 +117,39 @@ def mask_batch(
         raise ValueError(f"{len(matchers)} matchers but only {logits.shape[0]} logits rows")
     if indices is not None and len(indices) != len(matchers):
         raise ValueError(f"{len(matchers)} matchers but {len(indices)} indices")
-    apply_prepared(logits, prepare_batch(matchers, logits.device, indices), backend=backend)
+    apply_prepared(logits, prepare_batch(matchers, logits.device, indices, backend=backend), backend=backend)
+
+
+def _prepare_cpu(matchers: Sequence[Matcher | None], indices) -> PreparedBatch | None:
+    targets, words = [], []
+    vocab_size = None
+    for b, m in enumerate(matchers):
+        if m is None or m.is_finished():
+            continue
+        if vocab_size is None:
+            vocab_size = m.compiled.vocab.size
+        elif m.compiled.vocab.size != vocab_size:
+            raise ValueError("all matchers of a batch must share one vocabulary size")
+        targets.append(b if indices is None else int(indices[b]))
+        words.append(m.compiled.allowed_bitset(m.state))
+    if vocab_size is None:
+        return None
+    return PreparedBatch(vocab_size, targets=targets, words=np.stack(words))
+
+
+def _apply_cpu(logits: torch.Tensor, prepared: PreparedBatch) -> None:
+    targets = prepared.targets
+    width = logits.shape[1]
+    bits = np.unpackbits(prepared.words.view(np.uint8), axis=1, bitorder="little")
+    allowed = np.zeros((len(targets), width), dtype=bool)
+    n = min(width, prepared.vocab_size, bits.shape[1])
+    allowed[:, :n] = bits[:, :n]
+    banned = torch.from_numpy(~allowed)
+    if targets == list(range(targets[0], targets[0] + len(targets))):
+        logits[targets[0] : targets[0] + len(targets)].masked_fill_(banned, float("-inf"))
+    else:
+        rows = torch.tensor(targets)
+        logits[rows] = logits[rows].masked_fill_(banned, float("-inf"))
 
 
 def fill_bitmask_batch(

@@ -46,7 +46,8 @@ def expected_row(matcher: Matcher | None, row: torch.Tensor, vocab_size: int) ->
     return out
 
 
-CASES = [("torch", torch.float32), ("torch", torch.bfloat16), ("torch", torch.float16)] + [
+CASES = [(None, torch.float32), (None, torch.bfloat16), ("torch", torch.float32), ("torch", torch.bfloat16),
+         ("torch", torch.float16)] + [
     (b, torch.bfloat16) for b in BACKENDS if b == "triton"]  # dtypes × Triton: see test_kernels.py
 
 
@@ -69,7 +70,7 @@ def test_mask_batch_matches_each_matcher(vocab, grammars, backend, dtype):
                     m.accept_token(int(rng.choice(allowed)))
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("backend", [None, *BACKENDS])
 def test_mask_batch_indices_and_finished_rows(vocab, grammars, backend):
     finished = Matcher(grammars[2])
     finished.accept_bytes(";".encode())

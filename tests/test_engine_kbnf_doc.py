@@ -29,6 +29,10 @@ EX_GRAMMAR = 'start ::= #e"(.|\\n)*\\n\\n";'
 EX_TOKENS = {1: "a", 2: "hello", 4: "\n", 5: "\n\n"}
 
 
+# kbnf's Rust logging (pyo3-log) caches logger levels: set ours before its first message
+logging.getLogger("kbnf").setLevel(logging.ERROR)
+
+
 @contextlib.contextmanager
 def quiet_stderr():
     """kbnf (Rust) warns about the vocabulary through Python logging and may print to fd 2."""

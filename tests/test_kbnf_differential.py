@@ -182,6 +182,10 @@ LLAMA3_WALK_STEPS = 30
 
 
 # ----------------------------------------------------------------- helpers
+# kbnf's Rust logging (pyo3-log) caches logger levels: set ours before its first message
+logging.getLogger("kbnf").setLevel(logging.ERROR)
+
+
 @contextlib.contextmanager
 def quiet_stderr():
     """kbnf (Rust) warns about the vocabulary through Python logging and may print to fd 2."""

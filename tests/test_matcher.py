@@ -84,7 +84,7 @@ def replay(compiled, history: list) -> Matcher:
     return m
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(ops=OPS)
 def test_any_interleaving_equals_replay(list_grammar, ops):
     compiled = list_grammar
@@ -676,13 +676,13 @@ def check_walk(rules, toks, data, finite_lang=None) -> None:
         w += toks[t]
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=250, deadline=None)
 @given(rules=grammars(), toks=token_sets(), data=st.data())
 def test_eos_mode_brute_force(rules, toks, data):
     check_walk(rules, toks, data)
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=120, deadline=None)
 @given(rules=grammars(finite=True), toks=token_sets(), data=st.data())
 def test_eos_mode_brute_force_finite_enumeration(rules, toks, data):
     lang = enumerate_language(rules)

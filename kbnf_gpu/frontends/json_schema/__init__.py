@@ -24,7 +24,10 @@ property order described below):
 * ``items`` (schema or draft-7 array form with ``additionalItems``),
   ``prefixItems``, ``minItems``/``maxItems``;
 * ``minLength``/``maxLength`` in code points (an escape, or a surrogate-pair
-  escape, is one code point; lone surrogate escapes are never produced);
+  escape, is one code point; lone surrogate escapes are never produced), also
+  combined with ``pattern``/``format``: long strings are split into lexemes of
+  16 code points, with rules that track the pattern's automaton state, so no
+  lexeme's automaton grows with the length limit;
 * integer ``minimum``/``maximum``/``exclusive*`` (any bounds, one-sided too),
   integer ``multipleOf`` (enumerated for small ranges, else a mod-k automaton);
 * ``$ref`` to ``#``, ``#/$defs/..``, ``#/definitions/..`` (``~0 ~1`` and

@@ -19,7 +19,7 @@ from ._fsm import DFA, TooLarge, combine, intersection_dfa, paths
 from ._layout import Layout
 from ._merge import Atom, Merged, Unsatisfiable, expand, first_choice, merge
 from ._objects import Member, TooManyStates, object_expr
-from ._pattern import PatternError, pattern_language
+from ._pattern import PatternError, pattern_language, search
 from ._rx import Rx, alt, cc, lit, rep, seq
 from ._strings import CHAR, encode, quoted
 from ._validate import Validator, json_key
@@ -573,7 +573,12 @@ class Builder:
                 continue
             keep = [under[j] for j in range(len(pats)) if mask >> j & 1] + names_langs
             drop = [over[j] for j in range(len(pats)) if not mask >> j & 1] + words
-            lang = combine(rep(ANY_CHAR, 0, None), keep, drop)
+            try:
+                lang = combine(rep(ANY_CHAR, 0, None), keep, drop)
+            except TooLarge:
+                where = m.objects[0].pointer if m.objects else m.atoms[0][0]
+                self.doc.warn(f"member keys at '{where}' are too complex to describe; some keys are not generated")
+                continue
             if lang is None:
                 continue
             out.append(Member(quoted(encode(lang)), value))  # type: ignore[arg-type]
@@ -594,7 +599,11 @@ class Builder:
             return alt(*(_word(v) for v in values))
         if "string" not in m.types:
             return None
-        return self.string_language(m)
+        try:
+            return self.string_language(m)
+        except TooLarge:
+            self.doc.warn(f"'propertyNames' at '{pointer}' is too complex to describe; only declared keys are generated")
+            return None
 
     # ----------------------------------------------------------- oneOf
 
@@ -657,17 +666,17 @@ def _view(o: Any, key: str) -> list[str]:
     its ``properties`` entry and every matching ``patternProperties`` entry, or
     else ``additionalProperties``."""
     out = [o.props[key]] if key in o.props else []
-    out += [p for src, p in o.patterns if _search(src, key)]
+    out += [p for src, p in o.patterns if _safe_search(src, key)]
     if not out and o.additional is not None:
         out.append(o.additional)
     return out
 
 
-def _search(src: str, key: str) -> bool:
+def _safe_search(src: str, key: str) -> bool:
     try:
-        return re.search(src, key) is not None
-    except re.error:
-        return False
+        return search(src, key)
+    except PatternError:
+        return False  # reported where the pattern's key region is built
 
 
 def _word(s: str) -> Rx:

@@ -363,3 +363,16 @@ def search_language(tree: Node, over: bool) -> Rx:
 def pattern_language(source: str, over: bool = False) -> Rx:
     """``search_language`` of a pattern source."""
     return search_language(parse(source), over)
+
+
+def search(source: str, text: str) -> bool:
+    """Does ``source`` match somewhere in ``text``? Python ``re`` semantics (what
+    python ``jsonschema`` does); for ECMA-only syntax Python cannot compile, this
+    module's own (under-approximated) reading."""
+    try:
+        return re.search(source, text) is not None
+    except re.error:
+        from ._pyre import to_python
+
+        lang = pattern_language(source)
+        return lang is not None and re.fullmatch(to_python(lang), text, re.S) is not None

@@ -14,6 +14,7 @@ from typing import Any
 
 from ...errors import GrammarError
 from ._document import MAX_NESTING, Document, child
+from ._pattern import search
 from ._pyre import to_python
 from .formats import FORMATS, format_language
 
@@ -131,7 +132,7 @@ class Validator:
         if kw == "maxLength":
             return len(v) <= arg
         if kw == "pattern":
-            return re.search(arg, v) is not None
+            return search(arg, v)
         if kw == "format" and arg in FORMATS:
             return _format_re(arg).fullmatch(v) is not None
         return True
@@ -188,7 +189,7 @@ class Validator:
         if kw == "patternProperties":
             return all(
                 self.valid(x, child(ptr, kw, p), frozenset(), d)
-                for p in arg for k, x in v.items() if re.search(p, k)
+                for p in arg for k, x in v.items() if search(p, k)
             )
         if kw == "additionalProperties":
             props = sch.get("properties", {})
@@ -196,7 +197,7 @@ class Validator:
             return all(
                 self.valid(x, child(ptr, kw), frozenset(), d)
                 for k, x in v.items()
-                if k not in props and not any(re.search(p, k) for p in pats)
+                if k not in props and not any(search(p, k) for p in pats)
             )
         if kw == "propertyNames":
             return all(self.valid(k, child(ptr, kw), frozenset(), d) for k in v)
