@@ -25,16 +25,8 @@ import sys
 import time
 from pathlib import Path
 
-JSON_KBNF = r"""
-start ::= ws value ws;
-value ::= object | array | string | number | "true" | "false" | "null";
-object ::= "{" ws "}" | "{" ws member ws ("," ws member ws)* "}";
-member ::= string ws ":" ws value;
-array ::= "[" ws "]" | "[" ws value ws ("," ws value ws)* "]";
-string ::= "\"" #"([^\"\\\\\u0000-\u001f]|\\\\[\"\\\\/bfnrt]|\\\\u[0-9a-fA-F]{4})*" "\"";
-number ::= #"-?(0|[1-9][0-9]*)(\\.[0-9]+)?([eE][+-]?[0-9]+)?";
-ws ::= #"[ \t\n\r]*";
-"""
+from kbnf_gpu.grammars import JSON_KBNF
+
 
 JSON_GBNF = r"""
 root ::= ws value ws

@@ -241,28 +241,6 @@ def kernel_rows(ctx: BenchContext) -> list[dict]:
     return out
 
 
-SAMPLE_JSON = (
-    '{"id": 12345, "name": "Ada Lovelace", "tags": ["math", "poetry", "engines"], "active": true, '
-    '"scores": [1.5, -2, 3e4], "address": {"city": "London", "zip": null}, "notes": "first \\"programmer\\""}'
-)
-
-
-def _greedy_tokens(vocab, compiled, text: bytes) -> list[int]:
-    """Tokenize ``text`` by longest allowed token at each step (a path through the grammar)."""
-    from kbnf_gpu import Matcher
-
-    m = Matcher(compiled)
-    out, pos = [], 0
-    while pos < len(text):
-        best = max((t for t in m.allowed_token_ids().tolist()
-                    if vocab.token_bytes(t) and text.startswith(vocab.token_bytes(t), pos)),
-                   key=lambda t: len(vocab.token_bytes(t)))
-        m.accept_token(best)
-        out.append(best)
-        pos += len(vocab.token_bytes(best))
-    return out
-
-
 def end_to_end_rows(ctx: BenchContext) -> list[dict]:
     """Per decoding step for B real matchers: ours (gather rows → one copy → one launch) vs xgrammar.
 
@@ -276,11 +254,13 @@ def end_to_end_rows(ctx: BenchContext) -> list[dict]:
         return []
     from kbnf_gpu import Matcher, Vocabulary, compile_grammar
     from kbnf_gpu.batch import apply_prepared, prepare_batch
-    from kbnf_gpu.demo import JSON_GRAMMAR
+    from bench_runtime import DOCUMENT, greedy_tokens
+
+    from kbnf_gpu.grammars import JSON_KBNF
 
     vocab = Vocabulary.from_name("llama3")
-    compiled = compile_grammar(JSON_GRAMMAR.replace("{0,4}", "*"), vocab, syntax="kbnf", end_mode="eos")
-    tokens = _greedy_tokens(vocab, compiled, SAMPLE_JSON.encode())
+    compiled = compile_grammar(JSON_KBNF, vocab, syntax="kbnf", end_mode="eos")
+    tokens = greedy_tokens(vocab, compiled, DOCUMENT.encode())
     try:
         import xgrammar as xgr
         from tokenizers import Tokenizer

@@ -21,20 +21,11 @@ from .batch import apply_prepared, prepare_batch
 from .compile.artifact import load_compiled
 from .compile.compiled import CompiledGrammar, compile_grammar
 from .errors import ArtifactError
+from .grammars import json_kbnf
 from .runtime.matcher import Matcher
 from .vocab import Vocabulary
 
-JSON_GRAMMAR = r"""
-(* JSON (RFC 8259) in KBNF *)
-start ::= ws value ws;
-value ::= object | array | string | number | "true" | "false" | "null";
-object ::= "{" ws "}" | "{" ws member ws ("," ws member ws)* "}";
-member ::= string ws ":" ws value;
-array ::= "[" ws "]" | "[" ws value ws ("," ws value ws)* "]";
-string ::= "\"" #"([^\"\\\\\u0000-\u001f]|\\\\[\"\\\\/bfnrt]|\\\\u[0-9a-fA-F]{4})*" "\"";
-number ::= #"-?(0|[1-9][0-9]*)(\\.[0-9]+)?([eE][+-]?[0-9]+)?";
-ws ::= #"[ \t\n\r]{0,4}";
-"""
+JSON_GRAMMAR = json_kbnf(max_whitespace=4)
 
 
 def cache_dir() -> Path:

@@ -328,12 +328,8 @@ def _refs(expr: ir.Expr) -> list[ir.Ref]:
         e = stack.pop()
         if isinstance(e, ir.Ref):
             refs.append(e)
-        elif isinstance(e, ir.Sequence):
-            stack.extend(e.items)
-        elif isinstance(e, ir.Choice):
-            stack.extend(e.alternatives)
-        elif isinstance(e, ir.Repetition):
-            stack.append(e.item)
+        else:
+            stack.extend(_children(e))
     return refs
 
 

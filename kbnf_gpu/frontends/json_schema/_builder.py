@@ -15,11 +15,14 @@ from ... import ir
 from ...errors import GrammarError
 from . import _charset as cs
 from ._document import Document, child
-from ._fsm import DFA, TooLarge, combine, intersection_dfa, paths
+from ._fsm import TooLarge, combine
 from ._layout import Layout
+from ._long_strings import MAX_COUNT_RANGE, STRING_CHUNK, chunked_string, threaded_string
 from ._merge import Atom, Merged, Unsatisfiable, expand, first_choice, merge
 from ._objects import Member, TooManyStates, object_expr
+from ._oneof import disjoint
 from ._pattern import PatternError, pattern_language, search
+from ._prune import prune
 from ._rx import Rx, alt, cc, lit, rep, seq
 from ._strings import CHAR, encode, quoted
 from ._validate import Validator, json_key
@@ -30,10 +33,7 @@ MAX_INDENT_UNROLL = 16  # indent layout: instances of one subschema at distinct 
 MAX_RULES = 50_000
 MAX_PATTERN_PROPERTIES = 6
 MAX_ENUMERATED_MULTIPLES = 256
-MAX_COUNT_RANGE = 10_000  # maxItems - minItems, maxLength / STRING_CHUNK: exact up to this
-MAX_THREAD_RULES = 5_000  # rules of one threaded (chunked, pattern-tracking) string
-MAX_THREAD_TERMINALS = 400
-STRING_CHUNK = 16  # code points per lexeme when a long bounded string is split
+
 ANY_CHAR = cc(cs.ANY)
 
 
@@ -132,7 +132,7 @@ class Builder:
             w = self.term(edge, "ws")
             items = [w, ir.Ref(root), w]
         self.rules["root"] = items[0] if len(items) == 1 else ir.Sequence(tuple(items))
-        return _prune(self.rules)
+        return prune(self.rules)
 
     def _body(self, name: str, atoms: tuple[Atom, ...], depth: int) -> list[ir.Expr]:
         choice = first_choice(self.doc, atoms)
@@ -147,7 +147,7 @@ class Builder:
                 if r is not None:
                     alts.append(ir.Ref(r))
                     branches.append(branch)
-            if kw == "oneOf" and not self._disjoint(branches):
+            if kw == "oneOf" and not disjoint(self.doc, branches):
                 self.doc.warn(
                     f"'oneOf' at '{child(ptr, kw)}' is treated as 'anyOf' "
                     "(its branches may overlap, so a value matching two of them is accepted)"
@@ -286,7 +286,7 @@ class Builder:
         langs = self._string_constraints(m)
         if not langs:
             if long:
-                return self._chunked_string(lo, hi, m.atoms[0][0])
+                return chunked_string(self, lo, hi, m.atoms[0][0])
             return quoted(rep(CHAR, lo, hi))
         if not long or (hi is None and lo == 0):
             try:
@@ -295,130 +295,7 @@ class Builder:
                 return quoted(encode(combine(rep(ANY_CHAR, lo, hi), langs)))
             except TooLarge:
                 pass
-        return self._threaded_string(langs, lo, hi, m.atoms[0][0])
-
-    def _threaded_string(self, langs: list[Rx], lo: int, hi: Optional[int], where: str) -> Optional[ir.Expr]:
-        """Exact pattern/format plus length: chunks of ``C`` code points per lexeme,
-        rules tracking (automaton state, chunks so far)."""
-        try:
-            d = intersection_dfa(langs)
-        except TooLarge:
-            d = None
-            self.doc.problem("pattern/format too complex to combine", where)
-            return quoted(rep(CHAR, lo, hi)) if hi is not None and hi <= 2 * STRING_CHUNK else self._chunked_string(lo, hi, where)
-        if d is None:
-            return None
-        for C in (STRING_CHUNK, 8, 4, 2, 1):
-            if hi is not None and (hi - lo) // C > MAX_COUNT_RANGE:
-                break
-            try:
-                return self._thread(d, lo, hi, C)
-            except TooLarge:
-                continue
-        self.doc.problem("pattern/format combined with minLength/maxLength is too complex to enforce exactly", where)
-        return self._chunked_string(lo, hi, where)
-
-    def _thread(self, d: DFA, lo: int, hi: Optional[int], C: int) -> ir.Expr:
-        limit = 4_000
-        chunk_terms: dict[int, list[tuple[int, ir.Terminal]]] = {}
-        end_terms: dict[tuple[int, int, Optional[int]], Optional[ir.Terminal]] = {}
-        close = lit('"')
-
-        def chunks(p: int) -> list[tuple[int, ir.Terminal]]:
-            if p not in chunk_terms:
-                reach = {p}
-                for _ in range(C):
-                    reach = {t for q in reach for t in d.trans[q] if t >= 0}
-                out = []
-                for q in sorted(reach):
-                    r = paths(d, p, C, C, {q}, limit)
-                    if r is not None:
-                        out.append((q, self.term(encode(r), "string_chunk")))
-                chunk_terms[p] = out
-            return chunk_terms[p]
-
-        def end(p: int, a: int, b: Optional[int]) -> Optional[ir.Terminal]:
-            if (p, a, b) not in end_terms:
-                r = paths(d, p, a, b, None, limit)
-                end_terms[(p, a, b)] = None if r is None else self.term(seq(encode(r), close), "string_tail")
-            return end_terms[(p, a, b)]
-
-        names: dict[tuple[int, int], str] = {}
-        work: list[tuple[int, int]] = []
-        bodies: dict[str, list[ir.Expr]] = {}
-        J = -(-lo // C) if hi is None else None
-
-        def ref(p: int, j: int) -> ir.Ref:
-            if (p, j) not in names:
-                if len(names) >= MAX_THREAD_RULES:
-                    raise TooLarge("string automaton too large")
-                names[(p, j)] = f"string_{p}_{j}"
-                work.append((p, j))
-            return ir.Ref(names[(p, j)])
-
-        first = ref(0, 0)
-        while work:
-            p, j = work.pop()
-            alts: list[ir.Expr] = []
-            if J is not None and j >= J:
-                t = end(p, 0, None)
-                if t is not None:
-                    alts.append(t)
-            else:
-                a, b = max(0, lo - j * C), C - 1 if hi is None else min(C - 1, hi - j * C)
-                if a <= b:
-                    t = end(p, a, b)
-                    if t is not None:
-                        alts.append(t)
-                if hi is None or (j + 1) * C <= hi:
-                    for q, term in chunks(p):
-                        alts.append(ir.Sequence((term, ref(q, j + 1))))
-            bodies[names[(p, j)]] = alts
-            if len(chunk_terms) + len(end_terms) > MAX_THREAD_TERMINALS:
-                raise TooLarge("string automaton too large")
-        rename = {n: self.fresh(n) for n in bodies}
-
-        def fix(e: ir.Expr) -> ir.Expr:
-            if isinstance(e, ir.Ref):
-                return ir.Ref(rename[e.name])
-            if isinstance(e, ir.Sequence):
-                return ir.Sequence(tuple(fix(x) for x in e.items))
-            return e
-
-        for n, alts in bodies.items():
-            self.add_rule(rename[n], [fix(a) for a in alts])
-        return ir.Sequence((self.term(close, "quote"), fix(first)))
-
-    def _chunked_string(self, lo: int, hi: Optional[int], where: str) -> ir.Expr:
-        """``"`` chunk{q} rest ``"`` with fixed-size chunks: bounded lexemes for long strings."""
-        C = STRING_CHUNK
-        if hi is not None and (hi - lo) // C > MAX_COUNT_RANGE:
-            self.doc.problem(f"maxLength {hi} is too large to enforce exactly", where)
-            hi = None
-        q_lo, r_lo = divmod(lo, C)
-        open_q = self.term(lit('"'), "quote")
-        chunk = self.term(rep(CHAR, C, C), "chunk")
-
-        def tail(a: int, b: Optional[int]) -> ir.Terminal:
-            return self.term(seq(rep(CHAR, a, b), lit('"')), "string_tail")
-
-        def chunks(a: int, b: Optional[int]) -> list[ir.Expr]:
-            if b == 0 and a == 0:
-                return []
-            return [ir.Repetition(chunk, a, b)]
-
-        if hi is None:
-            body: list[ir.Expr] = [ir.Sequence((open_q, *chunks(q_lo, q_lo), tail(r_lo, None)))]
-        else:
-            q_hi, r_hi = divmod(hi, C)
-            if q_lo == q_hi:
-                body = [ir.Sequence((open_q, *chunks(q_lo, q_lo), tail(r_lo, r_hi)))]
-            else:
-                body = [ir.Sequence((open_q, *chunks(q_lo, q_lo), tail(r_lo, C - 1)))]
-                if q_hi - q_lo >= 2:
-                    body.append(ir.Sequence((open_q, *chunks(q_lo + 1, q_hi - 1), tail(0, C - 1))))
-                body.append(ir.Sequence((open_q, *chunks(q_hi, q_hi), tail(0, r_hi))))
-        return body[0] if len(body) == 1 else ir.Choice(tuple(body))  # type: ignore[return-value]
+        return threaded_string(self, langs, lo, hi, m.atoms[0][0])
 
     # ------------------------------------------------------------- arrays
 
@@ -605,62 +482,6 @@ class Builder:
             self.doc.warn(f"'propertyNames' at '{pointer}' is too complex to describe; only declared keys are generated")
             return None
 
-    # ----------------------------------------------------------- oneOf
-
-    def _disjoint(self, branches: list[tuple[Atom, ...]]) -> bool:
-        sigs = [self._signature(b) for b in branches]
-        for i in range(len(sigs)):
-            for j in range(i + 1, len(sigs)):
-                if not _sig_disjoint(sigs[i], sigs[j]):
-                    return False
-        return True
-
-    def _signature(self, atoms: tuple[Atom, ...]) -> Any:
-        try:
-            flat = expand(self.doc, atoms)
-        except Unsatisfiable:
-            return (set(), None, {})
-        types: set[str] = {"null", "boolean", "object", "array", "string", "int", "frac"}
-        consts: Optional[set[Any]] = None
-        disc: dict[str, set[Any]] = {}
-        for ptr, skip in flat:
-            sch = self.doc.resolve(ptr)
-            if not isinstance(sch, dict):
-                continue
-            if "type" in sch and "type" not in skip:
-                ts = sch["type"] if isinstance(sch["type"], list) else [sch["type"]]
-                allowed: set[str] = set()
-                for t in ts:
-                    allowed |= {"integer": {"int"}, "number": {"int", "frac"}}.get(t, {t})
-                types &= allowed
-            vals = _const_values(sch)
-            if vals is not None:
-                consts = vals if consts is None else consts & vals
-            req = sch.get("required", [])
-            for k, sub in (sch.get("properties") or {}).items():
-                if k in req and isinstance(sub, dict):
-                    v = _const_values(sub)
-                    if v is not None:
-                        disc[k] = v
-        return (types, consts, disc)
-
-
-def _const_values(sch: dict) -> Optional[set[Any]]:
-    if "const" in sch:
-        return {json_key(sch["const"])}
-    if isinstance(sch.get("enum"), list):
-        return {json_key(v) for v in sch["enum"]}
-    return None
-
-
-def _sig_disjoint(a: Any, b: Any) -> bool:
-    if not (a[0] & b[0]):
-        return True
-    if a[1] is not None and b[1] is not None and not (a[1] & b[1]):
-        return True
-    return any(k in b[2] and not (v & b[2][k]) for k, v in a[2].items())
-
-
 def _view(o: Any, key: str) -> list[str]:
     """The subschemas one object part applies to member ``key`` (jsonschema semantics):
     its ``properties`` entry and every matching ``patternProperties`` entry, or
@@ -693,76 +514,3 @@ def _lcm(a: int, b: int) -> int:
     from math import gcd
 
     return a * b // gcd(a, b)
-
-
-# ------------------------------------------------------------- pruning
-
-
-def _prune(rules: dict[str, ir.Expr]) -> ir.Grammar:
-    """Drop unproductive alternatives and rules, then unreachable rules."""
-    productive: set[str] = set()
-
-    def ok(e: ir.Expr) -> bool:
-        if isinstance(e, ir.Terminal):
-            return True
-        if isinstance(e, ir.Ref):
-            return e.name in productive
-        if isinstance(e, ir.Sequence):
-            return all(ok(x) for x in e.items)
-        if isinstance(e, ir.Choice):
-            return any(ok(x) for x in e.alternatives)
-        if isinstance(e, ir.Repetition):
-            return e.min == 0 or ok(e.item)
-        raise TypeError(type(e))
-
-    changed = True
-    while changed:
-        changed = False
-        for name, body in rules.items():
-            if name not in productive and ok(body):
-                productive.add(name)
-                changed = True
-    if "root" not in productive:
-        raise GrammarError("the schema is unsatisfiable: no JSON value matches it")
-
-    def clean(e: ir.Expr) -> Optional[ir.Expr]:
-        if isinstance(e, ir.Choice):
-            alts = [c for c in (clean(x) for x in e.alternatives) if c is not None]
-            if not alts:
-                return None
-            return alts[0] if len(alts) == 1 else ir.Choice(tuple(alts))
-        if isinstance(e, ir.Sequence):
-            items = [clean(x) for x in e.items]
-            if any(x is None for x in items):
-                return None
-            return ir.Sequence(tuple(items))  # type: ignore[arg-type]
-        if isinstance(e, ir.Repetition):
-            item = clean(e.item)
-            if item is None:
-                return ir.EMPTY if e.min == 0 else None
-            return ir.Repetition(item, e.min, e.max)
-        if isinstance(e, ir.Ref):
-            return e if e.name in productive else None
-        return e
-
-    cleaned = {n: clean(b) for n, b in rules.items() if n in productive}
-    reach = {"root"}
-    stack = ["root"]
-    while stack:
-        body = cleaned[stack.pop()]
-        todo: list[ir.Expr] = [body]  # type: ignore[list-item]
-        while todo:
-            e = todo.pop()
-            if isinstance(e, ir.Ref):
-                if e.name not in reach:
-                    reach.add(e.name)
-                    stack.append(e.name)
-            elif isinstance(e, ir.Sequence):
-                todo.extend(e.items)
-            elif isinstance(e, ir.Choice):
-                todo.extend(e.alternatives)
-            elif isinstance(e, ir.Repetition):
-                todo.append(e.item)
-    order = ["root"] + [n for n in cleaned if n != "root" and n in reach]
-    out = tuple(ir.Rule(n, cleaned[n]) for n in order)  # type: ignore[arg-type]
-    return ir.Grammar(rules=out, start="root", syntax="json_schema", end_mode="eos")

@@ -1,0 +1,152 @@
+"""Long strings as several lexemes, so that no terminal's automaton grows with a length limit.
+
+* ``chunked_string``: ``"`` then ``q`` chunks of exactly ``STRING_CHUNK`` code
+  points then a remainder with the closing quote; the chunk count is a
+  ``Repetition``, so the length bounds are exact.
+* ``threaded_string``: the same with ``pattern``/``format`` constraints: one
+  rule per (automaton state, chunks so far); a chunk lexeme leads the
+  constraint automaton from one state to another in exactly ``C`` code points
+  (``C`` = 16, 8, 4, 2 or 1, the largest whose chunk expressions stay small).
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Optional
+
+from ... import ir
+from ._fsm import DFA, TooLarge, intersection_dfa, paths
+from ._rx import Rx, lit, rep, seq
+from ._strings import CHAR, encode, quoted
+
+if TYPE_CHECKING:
+    from ._builder import Builder
+
+STRING_CHUNK = 16  # code points per lexeme when a long string is split
+MAX_COUNT_RANGE = 10_000  # chunk counts (and item counts) enforced exactly up to this
+MAX_THREAD_RULES = 5_000  # rules of one threaded string
+MAX_THREAD_TERMINALS = 400
+
+
+def threaded_string(b: "Builder", langs: list[Rx], lo: int, hi: Optional[int], where: str) -> Optional[ir.Expr]:
+    """Exact pattern/format plus length: chunks of ``C`` code points per lexeme,
+    rules tracking (automaton state, chunks so far)."""
+    try:
+        d = intersection_dfa(langs)
+    except TooLarge:
+        d = None
+        b.doc.problem("pattern/format too complex to combine", where)
+        return quoted(rep(CHAR, lo, hi)) if hi is not None and hi <= 2 * STRING_CHUNK else chunked_string(b, lo, hi, where)
+    if d is None:
+        return None
+    for C in (STRING_CHUNK, 8, 4, 2, 1):
+        if hi is not None and (hi - lo) // C > MAX_COUNT_RANGE:
+            break
+        try:
+            return _thread(b, d, lo, hi, C)
+        except TooLarge:
+            continue
+    b.doc.problem("pattern/format combined with minLength/maxLength is too complex to enforce exactly", where)
+    return chunked_string(b, lo, hi, where)
+
+
+def _thread(b: "Builder", d: DFA, lo: int, hi: Optional[int], C: int) -> ir.Expr:
+    limit = 4_000
+    chunk_terms: dict[int, list[tuple[int, ir.Terminal]]] = {}
+    end_terms: dict[tuple[int, int, Optional[int]], Optional[ir.Terminal]] = {}
+    close = lit('"')
+
+    def chunks(p: int) -> list[tuple[int, ir.Terminal]]:
+        if p not in chunk_terms:
+            reach = {p}
+            for _ in range(C):
+                reach = {t for q in reach for t in d.trans[q] if t >= 0}
+            out = []
+            for q in sorted(reach):
+                r = paths(d, p, C, C, {q}, limit)
+                if r is not None:
+                    out.append((q, b.term(encode(r), "string_chunk")))
+            chunk_terms[p] = out
+        return chunk_terms[p]
+
+    def end(p: int, a: int, b: Optional[int]) -> Optional[ir.Terminal]:
+        if (p, a, b) not in end_terms:
+            r = paths(d, p, a, b, None, limit)
+            end_terms[(p, a, b)] = None if r is None else b.term(seq(encode(r), close), "string_tail")
+        return end_terms[(p, a, b)]
+
+    names: dict[tuple[int, int], str] = {}
+    work: list[tuple[int, int]] = []
+    bodies: dict[str, list[ir.Expr]] = {}
+    J = -(-lo // C) if hi is None else None
+
+    def ref(p: int, j: int) -> ir.Ref:
+        if (p, j) not in names:
+            if len(names) >= MAX_THREAD_RULES:
+                raise TooLarge("string automaton too large")
+            names[(p, j)] = f"string_{p}_{j}"
+            work.append((p, j))
+        return ir.Ref(names[(p, j)])
+
+    first = ref(0, 0)
+    while work:
+        p, j = work.pop()
+        alts: list[ir.Expr] = []
+        if J is not None and j >= J:
+            t = end(p, 0, None)
+            if t is not None:
+                alts.append(t)
+        else:
+            a, b = max(0, lo - j * C), C - 1 if hi is None else min(C - 1, hi - j * C)
+            if a <= b:
+                t = end(p, a, b)
+                if t is not None:
+                    alts.append(t)
+            if hi is None or (j + 1) * C <= hi:
+                for q, term in chunks(p):
+                    alts.append(ir.Sequence((term, ref(q, j + 1))))
+        bodies[names[(p, j)]] = alts
+        if len(chunk_terms) + len(end_terms) > MAX_THREAD_TERMINALS:
+            raise TooLarge("string automaton too large")
+    rename = {n: b.fresh(n) for n in bodies}
+
+    def fix(e: ir.Expr) -> ir.Expr:
+        if isinstance(e, ir.Ref):
+            return ir.Ref(rename[e.name])
+        if isinstance(e, ir.Sequence):
+            return ir.Sequence(tuple(fix(x) for x in e.items))
+        return e
+
+    for n, alts in bodies.items():
+        b.add_rule(rename[n], [fix(a) for a in alts])
+    return ir.Sequence((b.term(close, "quote"), fix(first)))
+
+
+def chunked_string(b: "Builder", lo: int, hi: Optional[int], where: str) -> ir.Expr:
+    """``"`` chunk{q} rest ``"`` with fixed-size chunks: bounded lexemes for long strings."""
+    C = STRING_CHUNK
+    if hi is not None and (hi - lo) // C > MAX_COUNT_RANGE:
+        b.doc.problem(f"maxLength {hi} is too large to enforce exactly", where)
+        hi = None
+    q_lo, r_lo = divmod(lo, C)
+    open_q = b.term(lit('"'), "quote")
+    chunk = b.term(rep(CHAR, C, C), "chunk")
+
+    def tail(a: int, b: Optional[int]) -> ir.Terminal:
+        return b.term(seq(rep(CHAR, a, b), lit('"')), "string_tail")
+
+    def chunks(a: int, b: Optional[int]) -> list[ir.Expr]:
+        if b == 0 and a == 0:
+            return []
+        return [ir.Repetition(chunk, a, b)]
+
+    if hi is None:
+        body: list[ir.Expr] = [ir.Sequence((open_q, *chunks(q_lo, q_lo), tail(r_lo, None)))]
+    else:
+        q_hi, r_hi = divmod(hi, C)
+        if q_lo == q_hi:
+            body = [ir.Sequence((open_q, *chunks(q_lo, q_lo), tail(r_lo, r_hi)))]
+        else:
+            body = [ir.Sequence((open_q, *chunks(q_lo, q_lo), tail(r_lo, C - 1)))]
+            if q_hi - q_lo >= 2:
+                body.append(ir.Sequence((open_q, *chunks(q_lo + 1, q_hi - 1), tail(0, C - 1))))
+            body.append(ir.Sequence((open_q, *chunks(q_hi, q_hi), tail(0, r_hi))))
+    return body[0] if len(body) == 1 else ir.Choice(tuple(body))  # type: ignore[return-value]
