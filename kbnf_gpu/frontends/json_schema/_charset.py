@@ -1,4 +1,4 @@
-"""Sets of Unicode code points as sorted, disjoint, inclusive ranges.
+"""Sets of Unicode scalar values as sorted, disjoint, inclusive ranges (``automata.charset`` minus surrogates).
 
 Surrogates (U+D800..U+DFFF) are never members: a JSON string decodes to
 scalar values only (lone ``\\uD800`` escapes are not generated).
@@ -8,6 +8,8 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Iterable
 
+from ...automata import charset as _base
+
 Ranges = tuple[tuple[int, int], ...]
 
 MAX_CP = 0x10FFFF
@@ -16,22 +18,7 @@ SURROGATES: Ranges = ((0xD800, 0xDFFF),)
 
 def norm(ranges: Iterable[tuple[int, int]]) -> Ranges:
     """Sort, merge and drop surrogates."""
-    out: list[list[int]] = []
-    for lo, hi in sorted(r for r in ranges if r[0] <= r[1]):
-        if out and lo <= out[-1][1] + 1:
-            out[-1][1] = max(out[-1][1], hi)
-        else:
-            out.append([lo, hi])
-    res: list[tuple[int, int]] = []
-    for lo, hi in out:
-        if lo <= 0xDFFF and hi >= 0xD800:
-            if lo < 0xD800:
-                res.append((lo, 0xD7FF))
-            if hi > 0xDFFF:
-                res.append((0xE000, hi))
-        else:
-            res.append((lo, hi))
-    return tuple(res)
+    return _base.difference(_base.normalize(ranges), SURROGATES)
 
 
 ANY: Ranges = norm([(0, MAX_CP)])
@@ -43,30 +30,11 @@ def union(*sets: Ranges) -> Ranges:
 
 
 def complement(s: Ranges) -> Ranges:
-    out: list[tuple[int, int]] = []
-    prev = 0
-    for lo, hi in norm(s):
-        if lo > prev:
-            out.append((prev, lo - 1))
-        prev = hi + 1
-    if prev <= MAX_CP:
-        out.append((prev, MAX_CP))
-    return norm(out)
+    return norm(_base.complement(norm(s)))
 
 
 def intersect(a: Ranges, b: Ranges) -> Ranges:
-    out: list[tuple[int, int]] = []
-    i = j = 0
-    while i < len(a) and j < len(b):
-        lo = max(a[i][0], b[j][0])
-        hi = min(a[i][1], b[j][1])
-        if lo <= hi:
-            out.append((lo, hi))
-        if a[i][1] < b[j][1]:
-            i += 1
-        else:
-            j += 1
-    return tuple(out)
+    return _base.intersection(norm(a), norm(b))
 
 
 def subtract(a: Ranges, b: Ranges) -> Ranges:

@@ -67,11 +67,11 @@ def _thread(b: "Builder", d: DFA, lo: int, hi: Optional[int], C: int) -> ir.Expr
             chunk_terms[p] = out
         return chunk_terms[p]
 
-    def end(p: int, a: int, b: Optional[int]) -> Optional[ir.Terminal]:
-        if (p, a, b) not in end_terms:
-            r = paths(d, p, a, b, None, limit)
-            end_terms[(p, a, b)] = None if r is None else b.term(seq(encode(r), close), "string_tail")
-        return end_terms[(p, a, b)]
+    def end(p: int, lo_: int, hi_: Optional[int]) -> Optional[ir.Terminal]:
+        if (p, lo_, hi_) not in end_terms:
+            r = paths(d, p, lo_, hi_, None, limit)
+            end_terms[(p, lo_, hi_)] = None if r is None else b.term(seq(encode(r), close), "string_tail")
+        return end_terms[(p, lo_, hi_)]
 
     names: dict[tuple[int, int], str] = {}
     work: list[tuple[int, int]] = []
@@ -95,9 +95,9 @@ def _thread(b: "Builder", d: DFA, lo: int, hi: Optional[int], C: int) -> ir.Expr
             if t is not None:
                 alts.append(t)
         else:
-            a, b = max(0, lo - j * C), C - 1 if hi is None else min(C - 1, hi - j * C)
-            if a <= b:
-                t = end(p, a, b)
+            first_len, last_len = max(0, lo - j * C), C - 1 if hi is None else min(C - 1, hi - j * C)
+            if first_len <= last_len:
+                t = end(p, first_len, last_len)
                 if t is not None:
                     alts.append(t)
             if hi is None or (j + 1) * C <= hi:
@@ -130,13 +130,13 @@ def chunked_string(b: "Builder", lo: int, hi: Optional[int], where: str) -> ir.E
     open_q = b.term(lit('"'), "quote")
     chunk = b.term(rep(CHAR, C, C), "chunk")
 
-    def tail(a: int, b: Optional[int]) -> ir.Terminal:
-        return b.term(seq(rep(CHAR, a, b), lit('"')), "string_tail")
+    def tail(lo_: int, hi_: Optional[int]) -> ir.Terminal:
+        return b.term(seq(rep(CHAR, lo_, hi_), lit('"')), "string_tail")
 
-    def chunks(a: int, b: Optional[int]) -> list[ir.Expr]:
-        if b == 0 and a == 0:
+    def chunks(lo_: int, hi_: Optional[int]) -> list[ir.Expr]:
+        if lo_ == hi_ == 0:
             return []
-        return [ir.Repetition(chunk, a, b)]
+        return [ir.Repetition(chunk, lo_, hi_)]
 
     if hi is None:
         body: list[ir.Expr] = [ir.Sequence((open_q, *chunks(q_lo, q_lo), tail(r_lo, None)))]
