@@ -13,6 +13,7 @@ from __future__ import annotations
 from bisect import bisect_right
 
 from .. import ir
+from ..automata import charset
 from ..errors import GrammarError
 
 MAX_CODE_POINT = 0x10FFFF
@@ -190,26 +191,15 @@ def utf8(code_points: list[int], offsets: list[int]) -> bytes:
     return "".join(map(chr, code_points)).encode("utf-8")
 
 
-def normalize_ranges(ranges: list[tuple[int, int]]) -> tuple[tuple[int, int], ...]:
-    """Sort and merge inclusive code point ranges."""
-    out: list[list[int]] = []
-    for lo, hi in sorted(ranges):
-        if out and lo <= out[-1][1] + 1:
-            if hi > out[-1][1]:
-                out[-1][1] = hi
-        else:
-            out.append([lo, hi])
-    return tuple((a, b) for a, b in out)
+# code point range sets: one implementation, the DFA builder's
+normalize_ranges = charset.normalize
+complement_ranges = charset.complement
 
 
-def complement_ranges(ranges: tuple[tuple[int, int], ...]) -> tuple[tuple[int, int], ...]:
-    """Complement of normalized ranges over 0..0x10FFFF."""
-    out: list[tuple[int, int]] = []
-    nxt = 0
-    for lo, hi in ranges:
-        if lo > nxt:
-            out.append((nxt, lo - 1))
-        nxt = hi + 1
-    if nxt <= MAX_CODE_POINT:
-        out.append((nxt, MAX_CODE_POINT))
-    return tuple(out)
+def check_references(src: "Source", defined: set[str], refs, start: str, noun: str) -> None:
+    """Every referenced name is defined (else an error at the reference) and the start rule exists."""
+    for name, offset, rule in refs:
+        if name not in defined:
+            raise src.error(f"undefined {noun} '{name}'", offset, rule=rule)
+    if start not in defined:
+        raise GrammarError(f"no rule named '{start}' (the start rule)")

@@ -38,6 +38,7 @@ from ._scan import (
     MAX_REPETITION,
     EscapeError,
     Source,
+    check_references,
     complement_ranges,
     describe_char,
     gbnf_escape,
@@ -181,12 +182,7 @@ class _Parser:
         self.space(True)
         while self.pos < len(self.text):
             self.rule()
-        defined = set(self.first_def)
-        for name, offset, rule in self.refs:
-            if name not in defined:
-                raise self.src.error(f"undefined rule '{name}'", offset, rule=rule)
-        if start not in defined:
-            raise GrammarError(f"no rule named '{start}' (the start rule)")
+        check_references(self.src, set(self.first_def), self.refs, start, "rule")
         return ir.Grammar(tuple(self.rules), start, "gbnf", "eos", source=self.text)
 
     def rule(self) -> None:

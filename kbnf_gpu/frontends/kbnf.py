@@ -34,7 +34,7 @@ from functools import lru_cache
 from .. import ir
 from ..errors import GrammarError
 from ._rust_regex import RustRegexError, rust_to_python
-from ._scan import DEFAULT_MAX_DEPTH, EscapeError, Source, describe_char, kbnf_escape, utf8
+from ._scan import DEFAULT_MAX_DEPTH, EscapeError, Source, check_references, describe_char, kbnf_escape, utf8
 from .regex import RegexIssue, translate_regex
 
 __all__ = ["parse_kbnf"]
@@ -194,12 +194,7 @@ class _Parser:
             if self.pos >= len(self.text):
                 break
             self.rule()
-        defined = {r.name for r in self.rules}
-        for name, offset, rule in self.refs:
-            if name not in defined:
-                raise self.src.error(f"undefined nonterminal '{name}'", offset, rule=rule)
-        if start not in defined:
-            raise GrammarError(f"no rule named '{start}' (the start rule)")
+        check_references(self.src, {r.name for r in self.rules}, self.refs, start, "nonterminal")
         return ir.Grammar(tuple(self.rules), start, "kbnf", "eager", source=self.text)
 
     def rule(self) -> None:
