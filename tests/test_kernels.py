@@ -20,7 +20,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import kbnf_gpu.kernels as K
-from kbnf_gpu.kernels import torch_ref
 from kbnf_gpu.kernels.device_tables import HostStaging, RowPool, build_csr
 
 if "kbnf_gpu.kernels.triton_mask" in sys.modules:  # imported earlier without the interpreter

@@ -88,6 +88,7 @@ class CompiledGrammar:
         self._token_memo = BoundedCache(config.memo_limit)
         self._mask_cache = BoundedCache(config.mask_cache_limit)
         self._bitset_cache = BoundedCache(config.mask_cache_limit)
+        self._ids_cache = BoundedCache(config.mask_cache_limit)
         self._sorted_tokens: SortedTokens | None = None
 
     # ------------------------------------------------------------- stepping
@@ -130,6 +131,8 @@ class CompiledGrammar:
                 hit = (rows, self._with_eos(state, extras))
             else:
                 hit = (np.zeros(0, dtype=np.int32), self.reference_allowed_ids(state))
+            for array in hit:  # shared by every matcher: nobody may write into it
+                array.setflags(write=False)
             self._mask_cache.put(state, hit)
         return hit
 
@@ -144,6 +147,7 @@ class CompiledGrammar:
             if extras.size:
                 np.bitwise_or.at(words, extras >> 5, (np.uint32(1) << (extras & 31).astype(np.uint32)))
             hit = words
+            hit.setflags(write=False)
             self._bitset_cache.put(state, hit)
         return hit
 
@@ -152,8 +156,13 @@ class CompiledGrammar:
         rows, extras = self.mask_parts(state)
         if not rows.size:
             return extras
-        bits = np.unpackbits(self.allowed_bitset(state).view(np.uint8), bitorder="little")
-        return np.flatnonzero(bits[: self.vocab.size]).astype(np.int32)
+        hit = self._ids_cache.get(state)
+        if hit is None:
+            bits = np.unpackbits(self.allowed_bitset(state).view(np.uint8), bitorder="little")
+            hit = np.flatnonzero(bits[: self.vocab.size]).astype(np.int32)
+            hit.setflags(write=False)
+            self._ids_cache.put(state, hit)
+        return hit
 
     # ------------------------------------------------------------ artifact
 

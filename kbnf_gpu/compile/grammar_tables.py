@@ -5,12 +5,13 @@ For every terminal ``t`` and DFA state ``q`` (see ``tables``):
 * ``INSIDE[t][q]``: tokens that keep ``t`` alive;
 * ``CROSS[t, t2][q]``: tokens that complete ``t`` and continue inside ``t2``,
   for the terminals ``t2`` that can follow ``t`` in the grammar (static FOLLOW);
-* ``DEEP[t][q]``: candidates that complete ``t`` and then a whole lexeme of a
-  follower: checked exactly by stepping the parser.
+* ``DEEP[t, t2][q]``: candidates that complete ``t`` and then a whole lexeme
+  of the follower ``t2``: checked exactly by stepping the parser.
 
 At run time a scan pair ``(item, t, q)`` allows ``INSIDE[t][q]``, plus
 ``CROSS[t, t2][q]`` for the terminals ``t2`` the parser actually expects after
-the item's terminal, plus the DEEP candidates that survive the exact check.
+the item's terminal, plus the ``DEEP[t, t2][q]`` candidates (same ``t2``) that
+survive the exact check.
 A state's mask is the union over its pairs: a tuple of dense row ids and a
 short array of extra token ids.
 """
@@ -104,14 +105,14 @@ class GrammarTables:
         store: RowStore,
         inside: list[np.ndarray],
         cross: dict[tuple[int, int], np.ndarray],
-        deep: list[np.ndarray],
+        deep: dict[tuple[int, int], np.ndarray],
     ) -> None:
         self.store = store
         self.rows = store.dense_rows()
         self.inside = inside
         self.cross = cross
         self.deep = deep
-        self._pair_cache: dict[tuple, tuple[tuple[int, ...], tuple[int, ...], int]] = {}
+        self._pair_cache: dict[tuple, tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]] = {}
         self._follow_cache: dict[tuple, tuple[int, ...]] = {}
 
     def summary(self) -> dict:
@@ -139,11 +140,13 @@ class GrammarTables:
         hit = self._pair_cache.get(key)
         if hit is None:
             refs = [int(self.inside[t][q])]
+            deep = []
             for t2 in self._expected_after(compiled, item):
                 refs.append(int(self.cross[(t, t2)][q]))
+                deep.append(int(self.deep[(t, t2)][q]))
             dense = tuple(r for r in refs if is_dense_ref(r))
             sparse = tuple(r for r in refs if not is_dense_ref(r) and r != -1)
-            hit = (dense, sparse, int(self.deep[t][q]))
+            hit = (dense, sparse, tuple(r for r in deep if r != -1))
             if len(self._pair_cache) > 1 << 16:
                 self._pair_cache.clear()
             self._pair_cache[key] = hit
@@ -158,8 +161,7 @@ class GrammarTables:
             d, s, dp = self._pair_refs(compiled, item, t, q)
             dense.update(d)
             sparse.update(s)
-            if dp != -1:
-                deep.add(dp)
+            deep.update(dp)
         store = self.store
         parts = [store.get(r).to_ids() for r in sparse]
         candidates = [store.get(r).to_ids() for r in deep]
@@ -184,11 +186,11 @@ class GrammarTables:
         arrays = {f"store_{k}": v for k, v in self.store.to_arrays().items()}
         arrays["inside_ptr"] = np.cumsum([0] + [a.size for a in self.inside]).astype(np.int64)
         arrays["inside_refs"] = _concat([a for a in self.inside])
-        arrays["deep_refs"] = _concat([a for a in self.deep])
         keys = sorted(self.cross)
         arrays["cross_keys"] = np.array(keys, dtype=np.int64).reshape(-1, 2)
         arrays["cross_ptr"] = np.cumsum([0] + [self.cross[k].size for k in keys]).astype(np.int64)
         arrays["cross_refs"] = _concat([self.cross[k] for k in keys])
+        arrays["deep_refs"] = _concat([self.deep[k] for k in keys])
         return arrays
 
     @classmethod
@@ -196,12 +198,10 @@ class GrammarTables:
         store = RowStore.from_arrays({k[len("store_"):]: v for k, v in arrays.items() if k.startswith("store_")})
         ptr = arrays["inside_ptr"]
         inside = [arrays["inside_refs"][ptr[i]:ptr[i + 1]] for i in range(ptr.size - 1)]
-        deep = [arrays["deep_refs"][ptr[i]:ptr[i + 1]] for i in range(ptr.size - 1)]
         cptr = arrays["cross_ptr"]
-        cross = {
-            (int(a), int(b)): arrays["cross_refs"][cptr[i]:cptr[i + 1]]
-            for i, (a, b) in enumerate(arrays["cross_keys"].reshape(-1, 2))
-        }
+        keys = [(int(a), int(b)) for a, b in arrays["cross_keys"].reshape(-1, 2)]
+        cross = {k: arrays["cross_refs"][cptr[i]:cptr[i + 1]] for i, k in enumerate(keys)}
+        deep = {k: arrays["deep_refs"][cptr[i]:cptr[i + 1]] for i, k in enumerate(keys)}
         lo, hi = -store.sparse_count, store.dense_count
         for refs in (arrays["inside_refs"], arrays["deep_refs"], arrays["cross_refs"]):
             if refs.size and (refs.min() < lo or refs.max() >= hi):
@@ -229,7 +229,7 @@ def build_grammar_tables(
     follow = terminal_follow(grammar)
     dfas = grammar.dfas
     store = RowStore(vocab.size, config.sparse_limit)
-    total = len(dfas) * 2 + sum(len(f) for f in follow)
+    total = len(dfas) + sum(len(f) for f in follow)
     done = 0
 
     def tick() -> None:
@@ -239,18 +239,13 @@ def build_grammar_tables(
             progress("token tables", done, total)
 
     inside: list[np.ndarray] = []
-    deep: list[np.ndarray] = []
     cross: dict[tuple[int, int], np.ndarray] = {}
+    deep: dict[tuple[int, int], np.ndarray] = {}
     for t, dfa in enumerate(dfas):
         inside.append(np.array(store.add_all(cache.inside(dfa, trie)), dtype=np.int64))
         tick()
         for t2 in sorted(follow[t]):
             cross[(t, t2)] = np.array(store.add_all(cache.cross(dfa, dfas[t2], trie)), dtype=np.int64)
+            deep[(t, t2)] = np.array(store.add_all(cache.deep(dfa, [dfas[t2]], trie)), dtype=np.int64)
             tick()
-        followers = [dfas[t2] for t2 in sorted(follow[t])]
-        if followers:
-            deep.append(np.array(store.add_all(cache.deep(dfa, followers, trie)), dtype=np.int64))
-        else:
-            deep.append(np.full(dfa.n_states, -1, dtype=np.int64))
-        tick()
     return GrammarTables(store, inside, cross, deep)

@@ -21,9 +21,9 @@ look-around, back-references and octal, verbose ``(?x)``, CRLF ``(?R)``,
 byte mode ``(?-u)``, nested classes and class set operations (``&&``, ``--``,
 ``~~``), Unicode scripts and binary properties (``\\p{Greek}``).
 
-Known differences that remain: ``\\d \\w \\s`` keep their Python meaning
-(Unicode, but Python's ``\\w``/``\\s`` tables differ slightly from Rust's
-UTS#18 ones), and ``unicodedata``'s Unicode version may differ from the crate's.
+``\\d \\w \\s`` are written out as Rust's Unicode classes (``_perl_class``:
+Python's ``\\w``/``\\s`` tables differ from Rust's UTS#18 ones);
+``unicodedata``'s Unicode version may differ from the crate's.
 Multi-line anchors in mid-pattern are rejected later (whole-match semantics).
 """
 from __future__ import annotations
@@ -109,6 +109,33 @@ def _general_category(code: str) -> Ranges:
     else:
         parts = [table.get(code, ())]
     return normalize_ranges([r for p in parts for r in p])
+
+
+# Rust regex's Unicode Perl classes (not Python's): \w is Alphabetic ∪ Mark ∪
+# Decimal_Number ∪ Connector_Punctuation ∪ Join_Control; \s is White_Space.
+# Alphabetic = L ∪ Nl ∪ Other_Alphabetic; the Other_Alphabetic code points that
+# are not marks are the enclosed/squared Latin letters listed here.
+_OTHER_ALPHABETIC_SYMBOLS: Ranges = ((0x24B6, 0x24E9), (0x1F130, 0x1F149), (0x1F150, 0x1F169), (0x1F170, 0x1F189))
+_WHITE_SPACE: Ranges = ((0x09, 0x0D), (0x20, 0x20), (0x85, 0x85), (0xA0, 0xA0), (0x1680, 0x1680), (0x2000, 0x200A),
+                        (0x2028, 0x2029), (0x202F, 0x202F), (0x205F, 0x205F), (0x3000, 0x3000))
+
+
+@lru_cache(maxsize=4)
+def _perl_class(letter: str) -> Ranges:
+    """The code points of Rust regex's ``\d``, ``\s`` or ``\w`` (lower-case letter)."""
+    if letter == "d":
+        return _general_category("Nd")
+    if letter == "s":
+        return _WHITE_SPACE
+    parts = [_general_category(c) for c in ("L", "Nl", "M", "Nd", "Pc")]
+    return normalize_ranges([r for p in parts for r in p] + [(0x200C, 0x200D), *_OTHER_ALPHABETIC_SYMBOLS])
+
+
+def _perl_class_body(c: str) -> str:
+    if c in "dD":  # Python's \d is Rust's: Unicode Nd
+        return "\\" + c
+    ranges = _perl_class(c.lower())
+    return _class_body(complement_ranges(ranges) if c.isupper() else ranges)
 
 
 def _property(name: str) -> Ranges | None:
@@ -317,7 +344,7 @@ class _Translator:
         if c == "":
             raise self.fail("trailing backslash", i)
         if c in "dDsSwW":
-            return "\\" + c, i + 2
+            return "[" + _perl_class_body(c) + "]", i + 2
         if c in "pP":
             ranges, negate, j = self.unicode_property(i)
             if negate:  # a negated class stays small (cheap to build)
@@ -417,7 +444,7 @@ class _Translator:
             if c == "\\":
                 e = s[j + 1 : j + 2]
                 if e and e in "dDsSwW":
-                    parts.append("\\" + e)
+                    parts.append(_perl_class_body(e))
                     j += 2
                     continue
                 if e and e in "pP":

@@ -63,7 +63,10 @@ class Matcher:
         return self._top.finished
 
     def allowed_token_ids(self) -> np.ndarray:
-        """Sorted int32 ids of every token allowed next (EOS ids when accepting, in eos mode)."""
+        """Sorted int32 ids of every token allowed next (EOS ids when accepting, in eos mode).
+
+        The array is read-only: it is the grammar's cached mask, shared by every matcher.
+        """
         if self._top.finished:
             return np.zeros(0, dtype=np.int32)
         return self.compiled.allowed_ids(self._top.state)
