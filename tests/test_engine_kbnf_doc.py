@@ -9,10 +9,9 @@ expectation here cannot pass silently for both.
 """
 from __future__ import annotations
 
-import contextlib
-import logging
+import importlib
+
 import math
-import os
 
 import numpy as np
 import pytest
@@ -20,6 +19,7 @@ import torch
 
 from conftest import compile_config
 from kbnf_gpu import AcceptTokenError, AcceptTokenResult, Engine, TokenRejected, Vocabulary
+from kbnf_oracle import quiet_stderr
 
 INF = -math.inf
 
@@ -29,25 +29,6 @@ EX_GRAMMAR = 'start ::= #e"(.|\\n)*\\n\\n";'
 EX_TOKENS = {1: "a", 2: "hello", 4: "\n", 5: "\n\n"}
 
 
-# kbnf's Rust logging (pyo3-log) caches logger levels: set ours before its first message
-logging.getLogger("kbnf").setLevel(logging.ERROR)
-
-
-@contextlib.contextmanager
-def quiet_stderr():
-    """kbnf (Rust) warns about the vocabulary through Python logging and may print to fd 2."""
-    logger = logging.getLogger("kbnf")
-    level = logger.level
-    logger.setLevel(logging.ERROR)
-    fd = os.dup(2)
-    try:
-        with open(os.devnull, "w") as devnull:
-            os.dup2(devnull.fileno(), 2)
-        yield
-    finally:
-        os.dup2(fd, 2)
-        os.close(fd)
-        logger.setLevel(level)
 
 
 class OursAdapter:
@@ -78,7 +59,7 @@ class OursAdapter:
 
 class KbnfAdapter:
     def __init__(self, grammar: str, tokens: dict[int, str], use_tables: bool | None = None) -> None:
-        kbnf = pytest.importorskip("kbnf")
+        kbnf = importlib.import_module("kbnf")
         vocab = kbnf.Vocabulary({i: kbnf.Token(s.encode()) for i, s in tokens.items()}, dict(tokens))
         config = kbnf.Config()
         config.engine_config.rejected_token_prefix_cache_enabled = False

@@ -3,23 +3,23 @@ package, error positions, a print/parse round trip, deep nesting, and the
 language of the seed doc's examples and of the corpus (via ``check``)."""
 from __future__ import annotations
 
+import importlib
+
 import json
 import re
 from functools import lru_cache
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from shared_paths import CORPUS, SEED_DOC
 from kbnf_gpu import ir
 from kbnf_gpu.errors import GrammarError
 from kbnf_gpu.frontends import parse_grammar
 from kbnf_gpu.frontends._rust_regex import RustRegexError, rust_to_python
 from kbnf_gpu.frontends.kbnf import parse_kbnf
 
-CORPUS = Path("/work/shared/corpus/cases.jsonl")
-SEED_DOC = Path("/work/shared/seeds/kbnf-crate-doc.txt")
 
 P = ir.TerminalKind.PLAIN
 
@@ -147,14 +147,14 @@ def test_bad_escape(esc: str) -> None:
 
 @lru_cache(maxsize=1)
 def _kbnf_vocab():
-    kbnf = pytest.importorskip("kbnf")
+    kbnf = importlib.import_module("kbnf")
     tokens = {i: kbnf.Token(bytes([i])) for i in range(256)}
     return kbnf.Vocabulary(tokens, {i: f"<{i}>" for i in range(256)})
 
 
 def kbnf_status(grammar: str, data: bytes) -> str:
     """The kbnf package fed one byte at a time: build-error, rejected, finished or ongoing."""
-    kbnf = pytest.importorskip("kbnf")
+    kbnf = importlib.import_module("kbnf")
     try:
         engine = kbnf.Engine(grammar, _kbnf_vocab())
     except Exception:  # the binding raises plain exceptions for bad grammars
@@ -277,7 +277,7 @@ REGEX_LANGUAGE = [
 
 @pytest.mark.parametrize("pattern,strings", REGEX_LANGUAGE)
 def test_regex_language_matches_kbnf(pattern: str, strings: list[str]) -> None:
-    check = pytest.importorskip("kbnf_gpu.check")
+    check = importlib.import_module("kbnf_gpu.check")
     grammar = f'start ::= #"{pattern}" "\\x01";'
     theirs_build = kbnf_status(grammar, b"")
     try:
@@ -310,7 +310,7 @@ def _doc_examples() -> list[str]:
 
 def test_doc_examples_found() -> None:
     if not SEED_DOC.exists():
-        pytest.skip("seed doc not available")
+        pytest.fail("seed doc not available: the test needs it")
     assert len(_doc_examples()) >= 30
 
 
@@ -323,7 +323,7 @@ def test_doc_example_parses(grammar: str) -> None:
 def test_doc_statements_and_comments_as_one_grammar() -> None:
     """The syntax section's statements and ``(* comments *)`` in document order form one grammar."""
     if not SEED_DOC.exists():
-        pytest.skip("seed doc not available")
+        pytest.fail("seed doc not available: the test needs it")
     pieces = re.findall(r"\(\*.*?\*\)|^start ::=[^\n]*;", _doc_syntax_section(), re.M | re.S)
     assert sum(p.startswith("(*") for p in pieces) >= 15
     g = parse_kbnf("\n".join(pieces))
@@ -346,7 +346,7 @@ DOC_LANGUAGE = [
 
 @pytest.mark.parametrize("grammar,accept,reject", DOC_LANGUAGE)
 def test_doc_example_language(grammar: str, accept: list[str], reject: list[str]) -> None:
-    check = pytest.importorskip("kbnf_gpu.check")
+    check = importlib.import_module("kbnf_gpu.check")
     g = parse_kbnf(grammar)
     for s in accept:
         assert check.check_text(g, s).status == "complete", s
@@ -453,7 +453,7 @@ def test_moderate_nesting_is_fine_downstream() -> None:
     depth = 60
     g = parse_kbnf("start ::= " + '("a" | ' * depth + '"b"' + ")" * depth + ";")
     assert g == parse_kbnf(g.source) and hash(g) == hash(parse_kbnf(g.source)) and repr(g)
-    check = pytest.importorskip("kbnf_gpu.check")
+    check = importlib.import_module("kbnf_gpu.check")
     assert check.check_text(g, "b").status == "complete"
     assert parse_kbnf("start ::= " + "(" * 500 + '"a"' + ")" * 500 + ";", max_depth=600).rules[0].body == lit("a")
 
@@ -679,14 +679,14 @@ def _corpus_cases() -> list:
 
 def test_corpus_present() -> None:
     if not CORPUS.exists():
-        pytest.skip("corpus not available")
+        pytest.fail("corpus not available: the test needs it")
     assert len(_corpus_cases()) == 18
 
 
 @pytest.mark.parametrize("case", _corpus_cases())
 def test_corpus(case: dict) -> None:
     """Every accept string is complete (eos sense), every reject is not, every prefix_ok is a prefix."""
-    check = pytest.importorskip("kbnf_gpu.check")
+    check = importlib.import_module("kbnf_gpu.check")
     from kbnf_gpu.normalize import normalize
     from kbnf_gpu.runtime.earley import EarleyParser
 

@@ -7,19 +7,18 @@ from __future__ import annotations
 
 import json
 import time
-from pathlib import Path
 
 import lark
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from shared_paths import CORPUS
 from kbnf_gpu import ir
 from kbnf_gpu.errors import GrammarError
 from kbnf_gpu.frontends import parse_grammar
 from kbnf_gpu.frontends.lark import IGNORE_RULE, IGNORE_START, IGNORE_TERMINAL, parse_lark
 
-CORPUS = Path("/work/shared/corpus/cases.jsonl")
 
 
 def _rules(g: ir.Grammar) -> dict[str, ir.Expr]:

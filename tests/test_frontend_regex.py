@@ -3,19 +3,18 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from shared_paths import CORPUS
 from kbnf_gpu import ir
 from kbnf_gpu.automata import regexpr_to_dfa
-from kbnf_gpu.errors import GrammarError
+from kbnf_gpu.errors import DFATooLarge, GrammarError
 from kbnf_gpu.frontends import parse_grammar
 from kbnf_gpu.frontends.regex import has_lazy_quantifier, parse_regex, translate_regex
 
-CORPUS = Path("/work/shared/corpus/cases.jsonl")
 
 
 def _pattern(g: ir.Grammar) -> ir.Pattern:
@@ -187,7 +186,10 @@ def test_canonical_means_the_same(pattern: str, flags: str, texts: list[str]) ->
     out = translate_regex(pattern, flags)
     bits = sum(getattr(re, f.upper()) for f in out.flags)
     orig_bits = sum(getattr(re, f.upper()) for f in flags)
-    regexpr_to_dfa(out)  # the DFA builder reads the canonical form
+    try:
+        regexpr_to_dfa(out)  # the DFA builder reads the canonical form
+    except DFATooLarge:
+        pass  # read fine; only the state limit stopped the build
     for t in texts + [""]:
         want = re.fullmatch(pattern, t, orig_bits) is not None
         assert (re.fullmatch(out.source, t, bits) is not None) == want, (pattern, out, t)
