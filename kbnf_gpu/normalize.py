@@ -27,7 +27,7 @@ class NormalizeConfig:
 
     max_dfa_states: int = 10_000
     fuse: bool = True
-    fuse_max_states: int = 256
+    fuse_max_states: int = 64
 
 
 @dataclass(frozen=True)

@@ -17,9 +17,11 @@ and at every step the two masks are compared:
 * at the end of a sample (and of a walk that stops in an accepting state) both
   accept the EOS token and finish.
 
-Every difference found is classified in one of two named, reasoned exception
-lists below (``SPECIAL_TOKENS_AS_TEXT``, ``XGRAMMAR_MASK_OMISSIONS``) and the
-difference itself is asserted exactly; anything else fails the test.
+Every difference found is classified under one of three named, reasoned
+exceptions below (``SPECIAL_TOKENS_AS_TEXT`` for every grammar, and the
+per-grammar lists ``XGRAMMAR_MASK_OMISSIONS`` and ``XGRAMMAR_MASK_EXTRAS``, two
+xgrammar 0.2.8 bugs whose minimal reproducers ``test_xgrammar_mask_bugs``
+pins) and the difference itself is asserted exactly; anything else fails.
 
 Grammar text: xgrammar's EBNF has no ``.`` and no empty alternative (corpus
 README, "Dialect caveats"), so where xgrammar refuses the raw text it gets the
@@ -221,6 +223,35 @@ def test_enough_grammars() -> None:
     assert set(XGRAMMAR_MASK_OMISSIONS) | set(XGRAMMAR_MASK_EXTRAS) <= {c.name for c in CASES}
     for c in CASES:  # every case is one xgrammar can build
         assert _xgrammar_parses(c.xgr_text), c.name
+
+
+def _mask_vs_matcher(ebnf: str, vocab: list[str], prefix: list[int]) -> list[tuple[str, bool, bool]]:
+    """Per token of a tiny vocabulary: (text, in xgrammar's mask, accepted by xgrammar's accept_token)."""
+    info = xgr.TokenizerInfo(vocab + ["<eos>"], stop_token_ids=[len(vocab)])
+    compiled = xgr.GrammarCompiler(info).compile_grammar(xgr.Grammar.from_ebnf(ebnf, root_rule_name="root"))
+    m = xgr.GrammarMatcher(compiled)
+    for t in prefix:
+        assert m.accept_token(t)
+    bm = xgr.allocate_token_bitmask(1, len(vocab) + 1)
+    m.fill_next_token_bitmask(bm)
+    row = bm[0].numpy().view(np.uint32)
+    return [(v, bool(row[i // 32] >> (i % 32) & 1), m.fork().accept_token(i)) for i, v in enumerate(vocab)]
+
+
+def test_xgrammar_mask_bugs() -> None:
+    """The minimal reproducers behind XGRAMMAR_MASK_OMISSIONS / _EXTRAS (xgrammar's mask vs its own matcher)."""
+    # omissions: valid, accepted by accept_token, missing from the mask
+    assert _mask_vs_matcher('root ::= "a" root "a" | "c"', ["a", "c", "ca"], [0]) == [
+        ("a", True, True), ("c", True, True), ("ca", False, True)]  # fmt: skip
+    assert _mask_vs_matcher('root ::= "(" root ")" root | ""', ["(", ")", "())"], [0])[2] == ("())", False, True)
+    assert _mask_vs_matcher('root ::= "a" | root "a"', ["a", "aa", "aaa"], []) == [
+        ("a", True, True), ("aa", True, True), ("aaa", True, True)]  # fmt: skip
+    assert _mask_vs_matcher('root ::= "a" | root "a"', ["a", "aa", "aaa"], [0]) == [
+        ("a", True, True), ("aa", False, True), ("aaa", False, True)]  # fmt: skip
+    # extras: in the mask, rejected by accept_token; only above {0,128} with a multi-byte class
+    assert _mask_vs_matcher("root ::= [a-zа-я]{0,129}", ["ab", "aE"], []) == [("ab", True, True), ("aE", True, False)]
+    assert _mask_vs_matcher("root ::= [a-zа-я]{0,128}", ["ab", "aE"], []) == [("ab", True, True), ("aE", False, False)]
+    assert _mask_vs_matcher("root ::= [a-z]{0,2048}", ["ab", "aE"], []) == [("ab", True, True), ("aE", False, False)]
 
 
 # ------------------------------------------------------- session-wide engines

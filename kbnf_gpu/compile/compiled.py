@@ -29,7 +29,7 @@ class CompileConfig:
 
     max_dfa_states: int = 10_000
     fuse: bool = True
-    fuse_max_states: int = 256
+    fuse_max_states: int = 64
     memo_limit: int = 1 << 20
     mask_cache_limit: int = 1 << 14
     sparse_limit: int = 256
