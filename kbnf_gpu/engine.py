@@ -88,9 +88,14 @@ class Engine:
         return self.matcher.is_token_allowed(token_id)
 
     def mask_logits(self, logits: Any) -> None:
-        """Set every logit not allowed by the last computation to -inf, in place (1-D numpy array or torch tensor)."""
+        """Set every logit not allowed by the last computation to -inf, in place.
+
+        ``logits``: a numpy array or torch tensor of shape ``[V]`` or ``[1, V]``.
+        """
+        if logits.ndim == 2 and logits.shape[0] == 1:
+            logits = logits[0]
         if logits.ndim != 1:
-            raise ValueError("mask_logits takes a 1-D logits vector")
+            raise ValueError(f"mask_logits takes logits of shape [V] or [1, V], not {tuple(logits.shape)}")
         keep = np.zeros(logits.shape[0], dtype=bool)
         ids = self._allowed[self._allowed < logits.shape[0]]
         keep[ids] = True

@@ -62,7 +62,7 @@ DIFF_SAMPLES, CORPUS_SAMPLES, MAX_SAMPLE_BYTES = 2, 1, 400
 
 # ------------------------------------------------------------------ exceptions
 
-# (1) SPECIAL_TOKENS_AS_TEXT — a documented design difference, every grammar.
+# (1) SPECIAL_TOKENS_AS_TEXT — a design difference (not a bug on either side), every grammar.
 #
 # Our Vocabulary marks all 256 added tokens of Llama-3 (``<|begin_of_text|>``,
 # ``<|reserved_special_token_N|>``, ...) special: a grammar never allows them
@@ -82,21 +82,14 @@ SPECIAL_TOKENS_AS_TEXT = "xgrammar matches Llama-3's non-stop added tokens as th
 # instance of a recursive rule and go on in an enclosing instance of the same
 # rule (right-nested, centre-embedded or left-recursive), although its own
 # ``accept_token`` accepts them: its mask disagrees with its matcher. Minimal
-# reproducers (a tiny vocabulary, the last id the stop token)::
+# reproducers (``_mask_vs_matcher`` below: a tiny vocabulary plus a stop token;
+# ``test_xgrammar_mask_bugs`` pins them)::
 #
-#     def mask_vs_matcher(ebnf, vocab, prefix):
-#         info = xgr.TokenizerInfo(vocab + ["<eos>"], stop_token_ids=[len(vocab)])
-#         g = xgr.GrammarCompiler(info).compile_grammar(xgr.Grammar.from_ebnf(ebnf, root_rule_name="root"))
-#         m = xgr.GrammarMatcher(g)
-#         for t in prefix: m.accept_token(t)
-#         bm = xgr.allocate_token_bitmask(1, len(vocab) + 1); m.fill_next_token_bitmask(bm)
-#         return [(v, bool(bm[0, i // 32] >> (i % 32) & 1), m.fork().accept_token(i)) for i, v in enumerate(vocab)]
-#
-#     mask_vs_matcher('root ::= "a" root "a" | "c"', ["a", "c", "ca"], [0])
+#     _mask_vs_matcher('root ::= "a" root "a" | "c"', ["a", "c", "ca"], [0])
 #     # -> [("a", True, True), ("c", True, True), ("ca", False, True)]    "aca" is a sentence
-#     mask_vs_matcher('root ::= "(" root ")" root | ""', ["(", ")", "())"], [0])
+#     _mask_vs_matcher('root ::= "(" root ")" root | ""', ["(", ")", "())"], [0])
 #     # -> ("())", False, True)                                           "(())" is a sentence
-#     mask_vs_matcher('root ::= "a" | root "a"', ["a", "aa", "aaa"], [0])
+#     _mask_vs_matcher('root ::= "a" | root "a"', ["a", "aa", "aaa"], [0])
 #     # -> ("aa", False, True), ("aaa", False, True)   (all three are in the mask at the start)
 #
 # In the listed grammars the difference is asserted exactly: every token that
@@ -114,7 +107,7 @@ XGRAMMAR_MASK_OMISSIONS: dict[str, str] = {
 # leave the class after their first character, which its own ``accept_token``
 # then rejects (so sampling from its mask can wedge the matcher)::
 #
-#     mask_vs_matcher('root ::= [a-zа-я]{0,129}', ["ab", "aE"], [])
+#     _mask_vs_matcher('root ::= [a-zа-я]{0,129}', ["ab", "aE"], [])
 #     # -> [("ab", True, True), ("aE", True, False)]      ({0,128} or [a-z]{0,2048}: correct)
 #
 # In the listed grammars every token that only xgrammar allows is rejected by
@@ -380,7 +373,7 @@ class Pair:
         # SPECIAL_TOKENS_AS_TEXT: exactly those whose literal text the grammar admits here
         their_special = set(np.flatnonzero(theirs[env.nonstop_special]).tolist())
         their_special = {int(env.nonstop_special[i]) for i in their_special}
-        assert their_special == self._specials_as_text(), where
+        assert their_special == self._specials_as_text(), f"{SPECIAL_TOKENS_AS_TEXT}: {where}"
         self.special_seen += len(their_special)
 
         # the rest must be equal, modulo XGRAMMAR_MASK_OMISSIONS

@@ -698,3 +698,26 @@ def test_oracle_sanity():
     assert o.analyze(b"a") == (False, True)
     assert o.analyze(b"ba") == (False, False)
     assert enumerate_language({"start": [[Term(2), Node("opt", [Term(0)])]]}) == {"ab", "aba"}
+
+
+def test_fill_bitmask_refuses_a_row_too_narrow_for_the_vocabulary(list_grammar):
+    m = Matcher(list_grammar)
+    words = (list_grammar.vocab.size + 31) // 32
+    with pytest.raises(ValueError, match="int32 words"):
+        m.fill_bitmask(torch.zeros((1, words - 1), dtype=torch.int32))
+    wide = torch.full((1, words + 2), -1, dtype=torch.int32)
+    m.fill_bitmask(wide)
+    assert wide[0, words:].eq(0).all()  # words past the vocabulary are cleared
+    assert decode_bitmask_row(wide[0], list_grammar.vocab.size) == m.allowed_token_ids().tolist()
+
+
+def test_engine_masks_one_row_2d_logits(list_grammar):
+    from kbnf_gpu import Engine
+
+    engine = Engine(list_grammar)
+    engine.compute_allowed_token_ids()
+    logits = np.zeros((1, list_grammar.vocab.size), dtype=np.float32)
+    engine.mask_logits(logits)
+    assert np.flatnonzero(np.isfinite(logits[0])).tolist() == engine.allowed_token_ids_from_last_computation()
+    with pytest.raises(ValueError):
+        engine.mask_logits(np.zeros((2, list_grammar.vocab.size), dtype=np.float32))

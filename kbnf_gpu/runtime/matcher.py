@@ -87,6 +87,9 @@ class Matcher:
         else:
             words = self.compiled.allowed_bitset(self._top.state).view(np.int32)
         width = bitmask.shape[1]
+        if width * 32 < self.compiled.vocab.size:
+            raise ValueError(f"bitmask rows hold {width * 32} tokens; the vocabulary has {self.compiled.vocab.size} "
+                             f"(use {(self.compiled.vocab.size + 31) // 32} int32 words per row)")
         row = np.zeros(width, dtype=np.int32)
         n = min(width, words.shape[0])
         row[:n] = words[:n]
