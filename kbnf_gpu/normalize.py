@@ -19,15 +19,25 @@ from .automata import ByteDFA, build_dfa, dfa_concat, dfa_literal, dfa_repeat, d
 from .errors import DFATooLarge, GrammarError
 
 AUGMENTED_START = "<start>"
+CHAR_LEVEL_PART_STATES = 8
 
 
 @dataclass(frozen=True)
 class NormalizeConfig:
-    """Bounds for compilation. ``fuse_max_states`` bounds a fused terminal's DFA."""
+    """Bounds for compilation.
+
+    Fusion bounds a fused terminal's DFA: ``fuse_max_states`` for char-level
+    sub-grammars (every part a DFA of at most ``CHAR_LEVEL_PART_STATES``
+    states: fusing them saves one Earley step per character, and unfused they
+    make most tokens cross several lexemes), ``fuse_max_states_lexemes`` when
+    the parts are already multi-character lexemes (little runtime gain, and a
+    big fused DFA costs token-table time that sharing its parts would not).
+    """
 
     max_dfa_states: int = 10_000
     fuse: bool = True
-    fuse_max_states: int = 64
+    fuse_max_states: int = 256
+    fuse_max_states_lexemes: int = 64
 
 
 @dataclass(frozen=True)
@@ -194,7 +204,6 @@ class _Builder:
         if not self.config.fuse:
             return None
         memo = self.regular_memo
-        limit = self.config.fuse_max_states
         stack: list[tuple[ir.Expr, bool]] = [(root, False)]
         while stack:
             expr, children_done = stack.pop()
@@ -214,8 +223,11 @@ class _Builder:
                 continue
             parts = [memo[id(c)][1] for c in children]
             dfa = None
+            regular = all(p is not None for p in parts)
+            char_level = regular and all(p.n_states <= CHAR_LEVEL_PART_STATES for p in parts)
+            limit = self.config.fuse_max_states if char_level else self.config.fuse_max_states_lexemes
             # a cheap size estimate first: fusing is only worth trying when the parts are small
-            if all(p is not None for p in parts) and sum(p.n_states for p in parts) <= 4 * limit:
+            if regular and sum(p.n_states for p in parts) <= 4 * limit:
                 try:
                     if isinstance(expr, ir.Sequence):
                         dfa = dfa_concat(parts, max_states=limit) if parts else dfa_literal(b"")
@@ -231,16 +243,26 @@ class _Builder:
         return memo[id(root)][1]
 
     def fuse_rules(self) -> None:
-        """Fuse every non-recursive rule whose whole language is regular (bottom-up)."""
+        """Fuse every rule whose whole language is regular (bottom-up).
+
+        Non-recursive rules qualify when all they reference is regular. A rule
+        whose only recursion is on itself at the ends of its alternatives
+        (``R ::= a R | R b | c``, as GBNF writes strings and lists) is regular
+        too: ``R = a* c b*``.
+        """
         if not self.config.fuse:
             return
         bodies: dict[int, list[ir.Expr]] = defaultdict(list)
         for rule in self.grammar.rules:
             bodies[self.index[rule.name]].append(rule.body)
         by_lhs = {nt: [tuple(self.index[r.name] for b in bs for r in _refs(b))] for nt, bs in bodies.items()}
-        for nt in _postorder_acyclic(by_lhs):
+        for nt, self_recursive in _singleton_sccs_postorder(by_lhs):
             exprs = bodies[nt]
             body = exprs[0] if len(exprs) == 1 else ir.Choice(tuple(exprs))
+            if self_recursive:
+                body = _linear_recursion_body(self.names[nt], body)
+                if body is None:
+                    continue
             self.regular_memo_roots.append(body)
             try:
                 dfa = self.regular_dfa(body)
@@ -393,13 +415,41 @@ def _children(expr: ir.Expr) -> tuple[ir.Expr, ...]:
     return ()
 
 
-def _postorder_acyclic(by_lhs: dict[int, list[tuple[int, ...]]]) -> list[int]:
-    """Nonterminals in dependency post-order, excluding any that lie on a cycle (Tarjan, iterative)."""
+def _linear_recursion_body(name: str, body: ir.Expr) -> ir.Expr | None:
+    """``R ::= a R | R b | c`` (R only at the ends) as the equivalent ``a* c b*``; ``None`` if not of that form."""
+    rights: list[ir.Expr] = []
+    lefts: list[ir.Expr] = []
+    bases: list[ir.Expr] = []
+    alternatives = _flatten_choice(body) if isinstance(body, ir.Choice) else [body]
+    for alt in alternatives:
+        items = _flatten_sequence(alt)
+        count = sum(1 for ref in _refs(alt) if ref.name == name)
+        if count == 0:
+            bases.append(alt)
+        elif count == 1 and isinstance(items[-1], ir.Ref) and items[-1].name == name:
+            rights.append(ir.Sequence(tuple(items[:-1])))
+        elif count == 1 and isinstance(items[0], ir.Ref) and items[0].name == name:
+            lefts.append(ir.Sequence(tuple(items[1:])))
+        else:
+            return None
+    if not bases:
+        return None
+    parts: list[ir.Expr] = []
+    if rights:
+        parts.append(ir.Repetition(ir.Choice(tuple(rights)), 0, None))
+    parts.append(ir.Choice(tuple(bases)))
+    if lefts:
+        parts.append(ir.Repetition(ir.Choice(tuple(lefts)), 0, None))
+    return ir.Sequence(tuple(parts))
+
+
+def _singleton_sccs_postorder(by_lhs: dict[int, list[tuple[int, ...]]]) -> list[tuple[int, bool]]:
+    """``(nonterminal, refers to itself)`` in dependency post-order, for those on no longer cycle (Tarjan, iterative)."""
     index: dict[int, int] = {}
     low: dict[int, int] = {}
     on_stack: set[int] = set()
     stack: list[int] = []
-    order: list[int] = []
+    order: list[tuple[int, bool]] = []
     counter = 0
     nodes = list(by_lhs.keys())
     for root in nodes:
@@ -438,9 +488,8 @@ def _postorder_acyclic(by_lhs: dict[int, list[tuple[int, ...]]]) -> list[int]:
                     component.append(w)
                     if w == node:
                         break
-                self_loop = any(node in rhs for rhs in by_lhs[node])
-                if len(component) == 1 and not self_loop:
-                    order.append(node)
+                if len(component) == 1:
+                    order.append((node, any(node in rhs for rhs in by_lhs[node])))
     return order
 
 

@@ -35,14 +35,23 @@ object). Walk ``w`` uses policy ``w % 5``:
 * 0 ``uniform``: uniform over the allowed tokens;
 * 1 ``structural``: with probability 1/2 among the allowed tokens holding a
   JSON structural byte ``"{}[],:`` (or EOS), else uniform;
-* 2-4 ``instance``: with probability 1/2 among the allowed tokens that occur in
-  the greedy tokenizations of the schema's valid instances ("a model that has
-  seen data of this schema": it spells required keys and enum values), else
-  as ``structural``.
+* 2-4 ``instance``: with probability 7/10 what the greedy tokenizations of
+  the schema's valid instances did here ("a model that has seen data of this
+  schema": it spells required keys and enum values): the tokens they took in
+  this parser state if they went through it, else the allowed tokens that
+  came after the same last two bytes in them (``,"`` → a required key),
+  drawn by how often they did; else as ``structural``. For ``any_order``
+  schemas the instances' keys are shuffled (also tested by
+  ``test_valid_instances``).
 
-All policies switch to a closing phase after ``LATE`` tokens: with probability
-4/5 among the allowed tokens holding ``"``, ``}``, ``]`` or EOS, and EOS itself
-with probability 1/2 whenever it is allowed. Every choice is still among the
+All policies switch to a closing phase after ``LATE`` tokens: EOS with
+probability 1/2 whenever it is allowed; else with probability 1/2 what the
+instances did here, as above (an open object that still lacks a required key
+can only close by spelling it); else with
+probability 4/5 among the allowed tokens that leave the least to close
+(smallest nesting depth after the token, then outside a string, then holding
+a structural byte so numbers and literals end; each token's lexical effect is
+precomputed, ``_lexical_effects``), else uniform. Every choice is still among the
 allowed tokens, so soundness is checked on every walk alike.
 
 Duplicate keys (``{"x":1,"x":2}`` under ``additionalProperties``) are outside
@@ -56,6 +65,7 @@ import random
 import re
 import time
 import warnings
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -83,7 +93,7 @@ pytestmark = pytest.mark.slow
 
 N_WALKS = 50
 BUDGET = 300  # tokens per walk
-LATE = 150  # closing phase starts here
+LATE = 120  # closing phase starts here
 MIN_FINISHED = 0.6
 N_INSTANCES = 20
 REJECT_EVERY = 7
@@ -141,10 +151,13 @@ class VocabInfo:
     eos: np.ndarray
     special: np.ndarray  # bool [V]
     structural: np.ndarray  # bool [V]: a byte of "{}[],: (or EOS)
-    closing: np.ndarray  # bool [V]: a byte of "}] (or EOS)
     token_bytes: list
     by_bytes: dict  # bytes -> id (normal tokens)
     max_len: int
+    # JSON lexical effect of each token from each mode (OUT of a string, IN one, after a backslash):
+    # end_mode[mode, t] and depth_delta[mode, t] (net change of the {}/[] nesting depth)
+    end_mode: np.ndarray
+    depth_delta: np.ndarray
 
 
 _VOCAB: list[VocabInfo] = []
@@ -166,9 +179,44 @@ def vocab_info(vocab) -> VocabInfo:
         by_bytes: dict[bytes, int] = {}
         for i in np.flatnonzero(lengths).tolist():
             by_bytes.setdefault(token_bytes[i], i)
+        end_mode, depth_delta = _lexical_effects(token_bytes, holding(b'"{}[]\\'))
         _VOCAB.append(VocabInfo(vocab, np.array(vocab.eos_ids, dtype=np.int32), special, holding(b'"{}[],:'),
-                                holding(b'"}]'), token_bytes, by_bytes, int(lengths.max())))
+                                token_bytes, by_bytes, int(lengths.max()), end_mode, depth_delta))
     return _VOCAB[0]
+
+
+OUT, IN, ESC = 0, 1, 2
+
+
+def _lex(mode: int, depth: int, data: bytes) -> tuple[int, int]:
+    for b in data:
+        if mode == OUT:
+            if b == 0x22:
+                mode = IN
+            elif b in b"{[":
+                depth += 1
+            elif b in b"}]":
+                depth -= 1
+        elif mode == IN:
+            if b == 0x5C:
+                mode = ESC
+            elif b == 0x22:
+                mode = OUT
+        else:
+            mode = IN
+    return mode, depth
+
+
+def _lexical_effects(token_bytes: list, interesting: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    size = len(token_bytes)
+    end_mode = np.repeat(np.array([[OUT], [IN], [IN]], dtype=np.int8), size, axis=1)
+    end_mode[ESC, [i for i, b in enumerate(token_bytes) if not b]] = ESC
+    depth_delta = np.zeros((3, size), dtype=np.int16)
+    for t in np.flatnonzero(interesting).tolist():
+        data = token_bytes[t] or b""
+        for mode in (OUT, IN, ESC):
+            end_mode[mode, t], depth_delta[mode, t] = _lex(mode, 0, data)
+    return end_mode, depth_delta
 
 
 @dataclass
@@ -179,7 +227,23 @@ class Compiled:
     allowed: dict = field(default_factory=dict)  # state -> sorted allowed ids (states are never reused)
     subsets: dict = field(default_factory=dict)  # (state, kind) -> ids
     texts: list = field(default_factory=list)  # valid instance texts
-    hint: np.ndarray | None = None  # bool [V]: tokens of the instances' tokenizations
+    # what the valid instances' tokenizations did, as (ids, probabilities by count):
+    hints: dict = field(default_factory=dict)  # state -> the tokens taken in that state
+    follows: dict = field(default_factory=dict)  # last 2 bytes of the output -> the tokens that came next
+
+    def hint(self, state: int, context: bytes) -> tuple[np.ndarray, np.ndarray] | None:
+        """What the instances did here: their tokens in this state, else after these bytes."""
+        hit = self.hints.get(state)
+        if hit is not None:
+            return hit
+        key = (state, context)
+        if key not in self.subsets:
+            after = self.follows.get(context)
+            if after is not None:
+                keep = np.isin(after[0], self.allowed[state])
+                after = (after[0][keep], after[1][keep] / after[1][keep].sum()) if keep.any() else None
+            self.subsets[key] = after
+        return self.subsets[key]
 
     def allowed_ids(self, m: Matcher) -> np.ndarray:
         hit = self.allowed.get(m.state)
@@ -201,23 +265,45 @@ def compiled_case(case: Case, vocab) -> Compiled:
         hit = _COMPILED[case.id] = Compiled(case, compiled, time.perf_counter() - t0)
         hit.texts = instance_texts(case)
         info = vocab_info(vocab)
-        hint = np.zeros(vocab.size, dtype=bool)
-        hint[info.eos] = True
+        hints: dict[int, Counter] = {}
+        follows: dict[bytes, Counter] = {}
         for text in hit.texts:
-            hint[greedy_tokenize(hit, info, text.encode("utf-8"))] = True
-        hit.hint = hint
+            done = b""
+            for t in greedy_tokenize(hit, info, text.encode("utf-8"), hints) + [int(info.eos[0])]:
+                follows.setdefault(done[-2:], Counter())[t] += 1
+                done += info.token_bytes[t]
+        hit.hints = {state: _distribution(counts) for state, counts in hints.items()}
+        hit.follows = {t: _distribution(counts) for t, counts in follows.items()}
     return hit
+
+
+def _distribution(counts: Counter) -> tuple[np.ndarray, np.ndarray]:
+    ids = np.array(sorted(counts), dtype=np.int32)
+    weights = np.array([counts[i] for i in ids.tolist()], dtype=np.float64)
+    return ids, weights / weights.sum()
+
+
+def _shuffled_keys(v: Any, rnd: random.Random) -> Any:
+    if isinstance(v, dict):
+        keys = list(v)
+        rnd.shuffle(keys)
+        return {k: _shuffled_keys(v[k], rnd) for k in keys}
+    if isinstance(v, list):
+        return [_shuffled_keys(x, rnd) for x in v]
+    return v
 
 
 def instance_texts(case: Case) -> list[str]:
     """``N_INSTANCES`` valid texts in the case's layout (all of them when the language is smaller)."""
     v = validator(case.schema)
     values = [x for x in _valid_values(case.schema, case.gen, N_INSTANCES + 5) if v.is_valid(x)]
-    if not case.opts.get("any_order"):
+    rnd = random.Random(SEED)
+    if case.opts.get("any_order"):
+        values = [_shuffled_keys(x, rnd) for x in values]
+    else:
         values = [reorder(x, case.schema, case.schema) for x in values]
     assert values, case.id
     mode = {"indent": case.opts["indent"]} if case.layout == "indent" else {"whitespace": case.layout}
-    rnd = random.Random(SEED)
     texts: list[str] = []
     for i, x in enumerate(values[:N_INSTANCES]):
         # flexible: every other instance with random whitespace in every gap
@@ -230,8 +316,11 @@ def instance_texts(case: Case) -> list[str]:
 # ------------------------------------------------------------------ helpers
 
 
-def greedy_tokenize(c: Compiled, info: VocabInfo, text: bytes) -> list[int]:
-    """Longest allowed token matching ``text`` at each position; ends in an accepting state."""
+def greedy_tokenize(c: Compiled, info: VocabInfo, text: bytes, hints: dict | None = None) -> list[int]:
+    """Longest allowed token matching ``text`` at each position; ends in an accepting state.
+
+    ``hints``, when given, counts state -> tokens taken there (EOS at the end).
+    """
     m = Matcher(c.compiled)
     out: list[int] = []
     pos = 0
@@ -246,11 +335,15 @@ def greedy_tokenize(c: Compiled, info: VocabInfo, text: bytes) -> list[int]:
                     break
         else:
             raise AssertionError(f"{c.case.id}: no allowed token matches {text[pos:pos + 20]!r} after {text[:pos]!r}")
+        if hints is not None:
+            hints.setdefault(m.state, Counter())[t] += 1
         m.accept_token(t)
         out.append(t)
         pos += n
     allowed = c.allowed_ids(m)
     assert m.is_accepting() and np.isin(info.eos, allowed).all(), (c.case.id, text)
+    if hints is not None:
+        hints.setdefault(m.state, Counter())[int(info.eos[0])] += 1
     m.accept_token(int(info.eos[0]))
     assert m.is_finished() and m.allowed_token_ids().size == 0
     return out
@@ -308,12 +401,14 @@ def test_random_walks(case: Case, llama3_vocab) -> None:
     v = validator(case.schema)
     rng = np.random.default_rng([SEED, sum(case.id.encode())])
     finished = unfinished = duplicates = 0
+    by_policy = [0] * 5
     lengths: list[int] = []
     t0 = time.perf_counter()
     for w in range(N_WALKS):
         policy = w % 5
         m = Matcher(c.compiled)
         out = bytearray()
+        mode = OUT  # JSON lexical mode at the end of out (see _lex)
         for step in range(BUDGET):
             state = m.state
             allowed = c.allowed_ids(m)
@@ -325,15 +420,24 @@ def test_random_walks(case: Case, llama3_vocab) -> None:
             if step >= LATE:
                 if eos_allowed and rng.random() < 0.5:
                     pick = eos
-                elif r < 0.8:
-                    pick = _subset(c, state, "closing", allowed, info.closing)
-            elif policy >= 2 and r < 0.5:
-                pick = _subset(c, state, "hint", allowed, c.hint)
+                elif r < 0.5 and (hint := c.hint(state, bytes(out[-2:]))) is not None:
+                    pick = hint
+                elif r < 0.9:
+                    # the allowed tokens that leave the least to close: nesting depth, then
+                    # string, then one that ends a lexeme (holds a structural byte)
+                    score = (4 * info.depth_delta[mode, allowed] + 2 * (info.end_mode[mode, allowed] != OUT)
+                             - info.structural[allowed])
+                    pick = allowed[score == score.min()]
+            elif policy >= 2 and r < 0.7 and (hint := c.hint(state, bytes(out[-2:]))) is not None:
+                pick = hint
             elif policy >= 1 and rng.random() < 0.5:
                 pick = _subset(c, state, "structural", allowed, info.structural)
-            if not pick.size:
-                pick = allowed
-            t = int(pick[rng.integers(pick.size)])
+            if isinstance(pick, tuple):
+                t = int(rng.choice(pick[0], p=pick[1]))
+            else:
+                if not pick.size:
+                    pick = allowed
+                t = int(pick[rng.integers(pick.size)])
             if step % REJECT_EVERY == 0:
                 # the mask is complete for this token: a token outside it must be rejected
                 other = int(rng.integers(llama3_vocab.size))
@@ -347,11 +451,13 @@ def test_random_walks(case: Case, llama3_vocab) -> None:
                 assert m.is_finished() and m.allowed_token_ids().size == 0
                 break
             out += info.token_bytes[t]
+            mode = int(info.end_mode[mode, t])
         lengths.append(len(out))
         if not m.is_finished():
             unfinished += 1
             continue
         finished += 1
+        by_policy[policy] += 1
         text = out.decode("utf-8")  # a finished output is complete UTF-8
         try:
             value = json.loads(text, object_pairs_hook=_no_duplicates)
@@ -367,6 +473,6 @@ def test_random_walks(case: Case, llama3_vocab) -> None:
             assert skeleton(text) == skeleton(json.dumps(value, indent=case.opts["indent"])), (case.id, text)
     elapsed = time.perf_counter() - t0
     print(f"{case.id}: compile {c.compile_s:.2f}s, walks {elapsed:.2f}s, {finished}/{N_WALKS} finished "
-          f"({unfinished} unfinished at {BUDGET} tokens, {duplicates} with duplicate keys), "
+          f"(by policy {by_policy}; {unfinished} unfinished at {BUDGET} tokens, {duplicates} with duplicate keys), "
           f"mean {np.mean(lengths):.0f} bytes, {len(c.allowed)} states")
     assert finished >= MIN_FINISHED * N_WALKS, (case.id, finished, unfinished)

@@ -111,3 +111,19 @@ def test_bounded_repetition_counts():
         lang = language(grammar, fuse, max_len=5)
         complete = {w for w, (_, c) in lang.items() if c}
         assert complete == {b"xx", b"xxx", b"xxxx"}
+
+
+def test_linear_self_recursion_fuses_into_one_terminal():
+    # GBNF's way of writing a string and a list: s ::= "" | [a-z] s | "\\" "n" s ;  l ::= l "," "x" | "x"
+    lit, cls = (lambda v: ir.Terminal(ir.Literal(v))), ir.Terminal(ir.CharClass(((ord("a"), ord("z")),)))
+    s_body = ir.Choice((ir.EMPTY, ir.Sequence((cls, ir.Ref("s"))), ir.Sequence((lit(b"\\"), lit(b"n"), ir.Ref("s")))))
+    l_body = ir.Choice((ir.Sequence((ir.Ref("l"), lit(b","), lit(b"x"))), lit(b"x")))
+    grammar = ir.Grammar(rules=(ir.Rule("root", ir.Sequence((lit(b'"'), ir.Ref("s"), lit(b'"'), lit(b"["), ir.Ref("l"),
+                                                             lit(b"]")))),
+                                ir.Rule("s", s_body), ir.Rule("l", l_body)), start="root", syntax="test")
+    fused = normalize(grammar)
+    assert len(fused.terminals) == 1 and len(fused.rules) == 2  # the whole grammar became one lexeme
+    parser = EarleyParser(fused)
+    for text, ok in ((b'"ab\\nc"[x,x]', True), (b'""[x]', True), (b'"a\\"[x]', False), (b'"a"[x,]', False)):
+        state, _, _ = parser.step_bytes(parser.initial_state, text)
+        assert (state != DEAD and parser.is_accepting(state)) == ok, text

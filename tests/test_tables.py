@@ -485,29 +485,178 @@ def test_llama3_tables_match_brute_force_sample(llama3):
     assert tokens.index(b'",') in cross[1] and tokens.index(b'",') not in cross[2]
 
 
+def _key_excluding_string_dfa(keys: list[bytes]) -> ArrayDFA:
+    """A JSON-ish string ``"..."`` whose content is none of ``keys``: a tree of key-prefix
+    states (one per prefix) that falls back into the string body, so walks converge."""
+    prefixes = sorted({k[:i] for k in keys for i in range(len(k) + 1)})
+    at = {p: 1 + i for i, p in enumerate(prefixes)}  # 0: before the opening quote
+    body, escape, done = len(at) + 1, len(at) + 2, len(at) + 3
+    trans = np.full((done + 1, 256), -1, dtype=np.int32)
+    trans[0, 0x22] = at[b""]
+    for s in [*at.values(), body]:
+        trans[s, 0x20:] = body
+        trans[s, 0x5C] = escape
+        trans[s, 0x22] = done
+    for p, s in at.items():
+        if p in keys:
+            trans[s, 0x22] = -1
+        for c in range(256):
+            if p + bytes([c]) in at:
+                trans[s, c] = at[p + bytes([c])]
+    for c in b'"\\/bfnrtu':
+        trans[escape, c] = body
+    acc = np.zeros(done + 1, dtype=bool)
+    acc[done] = True
+    return ArrayDFA(trans, acc)
+
+
+KEYS = [
+    b"name", b"age", b"email", b"tags", b"active", b"address", b"city", b"country", b"zip",
+    b"phone", b"id", b"created_at", b"updated_at", b"status", b"type", b"items", b"price",
+    b"quantity", b"description", b"title", b"url", b"count", b"enabled", b"owner", b"weight",
+    b"height", b"width", b"color",
+]
+
+
+@pytest.mark.slow
+def test_llama3_converging_dfa_walks(llama3):
+    """A ~150-state key-excluding string DFA on Llama-3: the merged walk is taken and
+    agrees with threads + dense blocks and with brute force on a sample."""
+    tokens, _, trie = llama3
+    dfa = _key_excluding_string_dfa(KEYS)
+    n = dfa.transitions.shape[0]
+    assert n > 128  # three bitset words
+    auto = walk_in_mode(trie, dfa, "auto")
+    assert not auto.inside_states.size and auto.inside_bits[0][0].shape[0] == n  # merged
+    want = walk_tables(walk_in_mode(trie, dfa, "never merged"), n, trie.vocab_size)
+    assert walk_tables(auto, n, trie.vocab_size) == want
+    inside = want[0]
+    comma = literal_dfa(b",")
+    cross = cross_sets(dfa, comma, trie)
+    rng = np.random.default_rng(1)
+    sample = rng.choice(len(tokens), 1500, replace=False).tolist()
+    sample += [i for i, t in enumerate(tokens) if t.startswith((b"na", b"ag", b'"', b"em")) or b'"' in t][:1500]
+    states = [0, 1, n - 1, n - 2, n - 3] + rng.choice(n, 6, replace=False).tolist()
+    for q in states:
+        for i in sample:
+            t = tokens[i]
+            assert (i in inside[q]) == (bool(t) and run(dfa, q, t) >= 0)
+            assert (i in cross[q]) == bool(brute_cross(dfa, comma, [t], q))
+    assert inside[1].count > 100_000 and tokens.index(b'",') in cross[1]
+
+
+# Walk strategies of ``walk_all_states`` (module knobs of dfa_walk): each must give the same tables.
+WALK_MODES = {
+    "threads": dict(_MERGE=False, _HEAVY_SHARE=2.0, _MIN_DENSE=1),
+    "dense, chunks of 2": dict(_MERGE=False, _HEAVY_SHARE=-1.0, _DENSE_CHUNK=2, _MIN_DENSE=1),
+    "dense": dict(_MERGE=False, _HEAVY_SHARE=-1.0, _MIN_DENSE=1),
+    # merged entries, children found by entry, INSIDE as bitsets
+    "merged by entry": dict(_MERGE=True, _NODE_SCAN=0, _SMALL_WALK=0),
+    # merged entries, children found by scanning the next depth, INSIDE as pairs
+    "merged by node scan": dict(_MERGE=True, _NODE_SCAN=10**9, _SMALL_WALK=10**9),
+    "merged, 70 origins per walk": dict(_MERGE=True, _MERGE_CHUNK=70, _SMALL_WALK=0),
+    "auto, all origins heavy": dict(_HEAVY_SHARE=-1.0, _MIN_DENSE=1),
+    "never merged": dict(_MERGE=False),
+    "auto": {},
+}
+
+
+def walk_in_mode(trie: TokenTrie, dfa, mode: str, inside: bool = True) -> dfa_walk.WalkResult:
+    knobs = WALK_MODES[mode]
+    saved = {k: getattr(dfa_walk, k) for k in knobs}
+    try:
+        for k, v in knobs.items():
+            setattr(dfa_walk, k, v)
+        return dfa_walk.walk_all_states(trie, dfa, inside)
+    finally:
+        for k, v in saved.items():
+            setattr(dfa_walk, k, v)
+
+
+def walk_tables(result: dfa_walk.WalkResult, n: int, vocab_size: int):
+    events = [getattr(result.events, f).tolist() for f in ("depth", "node", "ptr", "states")]
+    return inside_of_walk(result, n, vocab_size, sparse_limit=2), events
+
+
+def assert_walk_modes_agree(trie: TokenTrie, dfa) -> tuple:
+    """The tables of every walk mode, which must all be the same; returns them."""
+    n = dfa.transitions.shape[0]
+    want = walk_tables(walk_in_mode(trie, dfa, "threads"), n, trie.vocab_size)
+    for mode in WALK_MODES:
+        got = walk_tables(walk_in_mode(trie, dfa, mode), n, trie.vocab_size)
+        assert got[0] == want[0], mode
+        assert got[1] == want[1], mode
+        events_only = walk_in_mode(trie, dfa, mode, inside=False)
+        assert [getattr(events_only.events, f).tolist() for f in ("depth", "node", "ptr", "states")] == want[1], mode
+    return want
+
+
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(dfas(), vocabs)
-def test_dense_and_thread_walks_agree(dfa, tokens):
-    """Every origin walked as threads, or all as dense blocks (in chunks of 2), gives the same tables."""
+def test_walk_modes_agree(dfa, tokens):
+    """Threads, dense blocks (also in chunks of 2), merged entries: the same tables."""
     trie = TokenTrie.from_vocab(vocab_of(tokens))
-    n = dfa.transitions.shape[0]
-    saved = dfa_walk._HEAVY_SHARE, dfa_walk._DENSE_CHUNK, dfa_walk._MIN_DENSE
-    results = []
-    try:
-        for share, chunk in ((2.0, 128), (-1.0, 2), (-1.0, 128)):
-            dfa_walk._HEAVY_SHARE, dfa_walk._DENSE_CHUNK, dfa_walk._MIN_DENSE = share, chunk, 1
-            r = dfa_walk.walk_all_states(trie, dfa)
-            results.append(
-                (
-                    inside_of_walk(r, n, trie.vocab_size, sparse_limit=2),
-                    [getattr(r.events, f).tolist() for f in ("depth", "node", "ptr", "states")],
-                )
-            )
-    finally:
-        dfa_walk._HEAVY_SHARE, dfa_walk._DENSE_CHUNK, dfa_walk._MIN_DENSE = saved
-    assert results[0] == results[1] == results[2]
-    for q, s in enumerate(results[0][0]):
+    inside, _ = assert_walk_modes_agree(trie, dfa)
+    for q, s in enumerate(inside):
         assert ids(s) == brute_inside(dfa, tokens, q)
+
+
+@st.composite
+def converging_dfas(draw) -> ArrayDFA:
+    """Many states (up to 3 bitset words) that mostly flow into a few shared "core" states.
+
+    Like a JSON key that must differ from declared keys: a tree of prefix
+    states where most bytes lead back into the string body. Walks from
+    different states meet again after a byte or two, so merged entries
+    carry many origins; some transitions stay distinct so they do not all.
+    """
+    n_prefix = draw(st.integers(1, 180))
+    n_core = draw(st.integers(1, 4))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    converge = draw(st.floats(0.3, 1.0))
+    n = n_prefix + n_core
+    trans = np.full((n, 256), -1, dtype=np.int32)
+    alphabet = np.array(ALPHABET)
+    shared = n_prefix + rng.integers(0, n_core, 256)  # the core state each byte leads to
+    for s in range(n_prefix):
+        for b in alphabet:
+            r = rng.random()
+            if r < converge:
+                trans[s, b] = shared[b]
+            elif r < converge + (1 - converge) / 2:
+                trans[s, b] = rng.integers(0, n)
+    for s in range(n_prefix, n):
+        for b in alphabet:
+            r = rng.random()
+            if r < 0.8:
+                trans[s, b] = shared[b] if rng.random() < 0.7 else rng.integers(n_prefix, n)
+            elif r < 0.85:
+                trans[s, b] = rng.integers(0, n)
+    accepting = rng.random(n) < draw(st.sampled_from([0.0, 0.05, 0.3]))
+    return ArrayDFA(trans, accepting)
+
+
+SHORT_TOKENS = st.lists(st.sampled_from(ALPHABET), min_size=1, max_size=10).map(bytes)
+
+
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(converging_dfas(), st.lists(st.one_of(token_bytes, SHORT_TOKENS), min_size=1, max_size=40), st.data())
+def test_converging_many_state_dfas_match_definition(dfa, tokens, data):
+    """INSIDE / CROSS / DEEP of many-state converging DFAs (merged walks) against brute force."""
+    trie = TokenTrie.from_vocab(vocab_of(tokens))
+    inside, _ = assert_walk_modes_agree(trie, dfa)
+    n = dfa.transitions.shape[0]
+    for q, s in enumerate(inside):
+        assert ids(s) == brute_inside(dfa, tokens, q)
+    for q, s in enumerate(inside_sets(dfa, trie, sparse_limit=2)):
+        assert ids(s) == brute_inside(dfa, tokens, q)
+    b = data.draw(dfas(max_states=3))
+    states = data.draw(st.lists(st.integers(0, n - 1), min_size=1, max_size=6, unique=True))
+    cross = cross_sets(dfa, b, trie, sparse_limit=2)
+    deep = deep_sets(dfa, [lexeme_splits(b, trie)], trie, sparse_limit=2)
+    for q in states:
+        assert ids(cross[q]) == brute_cross(dfa, b, tokens, q)
+        assert ids(deep[q]) == brute_deep(dfa, [b], tokens, q)
 
 
 @FAST

@@ -29,7 +29,8 @@ class CompileConfig:
 
     max_dfa_states: int = 10_000
     fuse: bool = True
-    fuse_max_states: int = 64
+    fuse_max_states: int = 256
+    fuse_max_states_lexemes: int = 64
     memo_limit: int = 1 << 20
     mask_cache_limit: int = 1 << 14
     sparse_limit: int = 256
@@ -37,7 +38,7 @@ class CompileConfig:
     cache_dir: str | None = None  # also cache token tables on disk here (never pickled)
 
     def normalize_config(self) -> NormalizeConfig:
-        return NormalizeConfig(self.max_dfa_states, self.fuse, self.fuse_max_states)
+        return NormalizeConfig(self.max_dfa_states, self.fuse, self.fuse_max_states, self.fuse_max_states_lexemes)
 
 
 @lru_cache(maxsize=8)

@@ -1,11 +1,16 @@
 """Walking byte DFAs over a vocabulary: the primitives behind the token tables.
 
 * :func:`walk_all_states` runs a DFA from *every* state at once down the
-  token trie, one depth per step: start states that most tokens can enter
-  walk as dense ``[live nodes, states]`` blocks, the others as sparse threads
-  (node, state, origin); a subtree is dropped as soon as it is dead for all.
-  It yields the tokens that stay alive (INSIDE) and the places where the DFA
-  accepts strictly inside a token (:class:`AcceptEvents`).
+  token trie, one depth per step, and yields the tokens that stay alive
+  (INSIDE) and the places where the DFA accepts strictly inside a token
+  (:class:`AcceptEvents`). DFAs whose walks converge (a string body: after a
+  byte or two, walks from different states are in the same state again) walk
+  as *merged* entries (node, current state, bitset of start states), one per
+  distinct (node, state), so the cost follows the trie, not the state count.
+  Others (counters such as ``x{0,40}``, which never converge) walk start
+  states that most tokens can enter as dense ``[live nodes, states]`` blocks
+  and the rest as sparse threads (node, state, origin). A subtree is dropped
+  as soon as it is dead for all.
 * :func:`chain_literal` / :func:`walk_chain` do the same without a walk for a
   DFA that is a single string (one transition per state): the tokens alive
   from position ``i`` are the prefixes of ``lit[i:]``, found along the trie
@@ -138,12 +143,13 @@ class AcceptEvents:
 
 @dataclass(frozen=True, eq=False)
 class WalkResult:
-    """INSIDE as (state, token) pairs plus, for densely walked states, token masks."""
+    """INSIDE as (state, token) pairs plus, for states walked in blocks, packed token bitsets."""
 
     inside_states: np.ndarray  # int64 [m]: state q of each INSIDE pair
     inside_tokens: np.ndarray  # int64 [m]: token id of each INSIDE pair
     events: AcceptEvents
-    inside_blocks: tuple[tuple[np.ndarray, np.ndarray], ...] = ()  # (states [h], bool [h, V])
+    # (states [h], uint32 [h, ceil(V / 32)]): the INSIDE bitsets of those states
+    inside_bits: tuple[tuple[np.ndarray, np.ndarray], ...] = ()
 
 
 def _padded(dfa: DFALike) -> tuple[np.ndarray, np.ndarray]:
@@ -157,27 +163,43 @@ def _padded(dfa: DFALike) -> tuple[np.ndarray, np.ndarray]:
 _DENSE_CHUNK = 128  # origin states per dense walk (bounds its [nodes, states] arrays)
 _HEAVY_SHARE = 0.2  # an origin is "heavy" if its first byte fits this share of tokens
 _MIN_DENSE = 8  # fewer heavy origins walk faster as threads (less work per depth)
+# Costs of the walks, in units of one sparse thread (node, origin) step, to
+# choose between merging and dense blocks + threads (measured on Llama-3).
+_MERGE_ENTRY_COST = 1.0  # one merged (node, state) entry, plus:
+_MERGE_WORD_COST = 0.15  # each 64-origin word of its bitset
+_DENSE_CELL_COST = 0.15  # one cell of a dense [nodes, origins] block
+_NODE_SCAN = 2  # merged walks scan the next depth's nodes if entries have > 1/this of them as children
+_MERGE_CHUNK = 1024  # origins per merged walk (bounds its bitsets to 16 words)
+_SMALL_WALK = 1 << 14  # merged walks with at most these many entries give INSIDE as pairs
+_MERGE_PROBE_DEPTH = 3  # merging stops at the first of these depths where it costs more
+_MERGE: bool | None = None  # tests: True always merges, False never (None: by cost)
 
 
 def walk_all_states(trie: TokenTrie, dfa: DFALike, inside: bool = True) -> WalkResult:
     """Walk ``dfa`` from every state at once down the trie.
 
-    Origins that most tokens can start from (``[^"]`` inside a string, the
-    count states of ``x{0,40}``) walk as dense ``[nodes, origins]`` blocks;
-    the rest (escape and UTF-8 continuation states, the state before an
-    opening quote) as sparse threads that vanish with their subtrees.
+    First as merged entries (:func:`_walk_merged`); if, over the first
+    :data:`_MERGE_PROBE_DEPTH` bytes, that costs more than the other way
+    would, the walk starts over: origins that most tokens can start from
+    (``[^"]`` inside a string, the count states of ``x{0,40}``) as dense
+    ``[nodes, origins]`` blocks, the rest (escape and UTF-8 continuation
+    states, the state before an opening quote) as sparse threads.
     """
     flat_t, acc = _padded(dfa)
     heavy = _heavy_states(trie, dfa)
+    if _MERGE is not False:
+        merged = _walk_all_merged(trie, flat_t, acc, heavy, inside)
+        if merged is not None:
+            return merged
     in_q, in_t, ev_n, ev_q = _walk_threads(trie, flat_t, acc, np.flatnonzero(~heavy).astype(np.int32), inside)
     nodes, states, blocks = [ev_n], [ev_q], []
     for lo in range(0, int(heavy.sum()), _DENSE_CHUNK):
         origins = np.flatnonzero(heavy)[lo : lo + _DENSE_CHUNK].astype(np.int32)
-        masks, node, state = _walk_dense(trie, flat_t, acc, origins, inside)
+        bits, node, state = _walk_dense(trie, flat_t, acc, origins, inside)
         nodes.append(node)
         states.append(state)
         if inside:
-            blocks.append((origins, masks))
+            blocks.append((origins, bits))
     events = AcceptEvents.from_pairs(trie, np.concatenate(nodes), np.concatenate(states))
     return WalkResult(in_q.astype(np.int64), in_t.astype(np.int64), events, tuple(blocks))
 
@@ -226,18 +248,20 @@ def _walk_threads(
 
 def _walk_dense(
     trie: TokenTrie, flat_t: np.ndarray, acc: np.ndarray, origins: np.ndarray, inside: bool
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+) -> tuple[np.ndarray | None, np.ndarray, np.ndarray]:
     """All of ``origins`` at once on a ``[live nodes, live origins]`` state block.
 
-    Returns INSIDE as ``bool [len(origins), V]`` masks (these states admit
-    many tokens, so masks beat pair lists) and the event (node, state) pairs.
+    Returns INSIDE as ``uint32 [len(origins), ceil(V / 32)]`` bitsets (these
+    states admit many tokens, so bitsets beat pair lists) and the event
+    (node, state) pairs (None instead of bitsets without ``inside``).
     """
     # states are kept pre-multiplied by 256 (dead = -256, which indexes the dead row)
     table = np.where(flat_t >= 0, flat_t * 256, -256).astype(np.int32)
     acc256 = np.zeros(table.shape[0], dtype=bool)
     acc256[::256] = acc
     h = origins.shape[0]
-    by_token = np.zeros((trie.vocab_size if inside else 0, h), dtype=bool)  # token-major: row writes
+    # token-major (row writes), padded to whole bytes so the rows pack as one flat array
+    by_token = np.zeros((trie.vocab_size if inside else 0, -(-h // 8) * 8), dtype=bool)
     ev_n: list[np.ndarray] = []
     ev_q: list[np.ndarray] = []
     block = origins[None, :] * 256  # states at the root
@@ -266,7 +290,7 @@ def _walk_dense(
                 owner, rows = _expand32(trie.node_lo[node[ends]], trie.node_nterm[node[ends]])
                 tokens, hit = trie.row_ids[rows], hit[owner]
             if col.shape[0] == h:
-                by_token[tokens] = hit
+                by_token[tokens, :h] = hit
             else:
                 by_token[tokens[:, None], col[None, :]] = hit
         hits = acc256[block]
@@ -275,7 +299,229 @@ def _walk_dense(
             ok = trie.node_passes[node[i]]
             ev_n.append(node[i[ok]])
             ev_q.append(origins[col[j[ok]]])
-    return np.ascontiguousarray(by_token.T), _cat(ev_n), _cat(ev_q)
+    if not inside:
+        return None, _cat(ev_n), _cat(ev_q)
+    packed = np.packbits(by_token.reshape(-1), bitorder="little").reshape(by_token.shape[0], -1)
+    bits = _rows_of_token_bits(packed, h)
+    return bits, _cat(ev_n), _cat(ev_q)
+
+
+def _walk_all_merged(
+    trie: TokenTrie, flat_t: np.ndarray, acc: np.ndarray, heavy: np.ndarray, inside: bool
+) -> WalkResult | None:
+    """:func:`_walk_merged` from every state, :data:`_MERGE_CHUNK` origins per walk
+    (bounds the bitsets); None if merging costs more (unless ``_MERGE`` forces it)."""
+    n = heavy.shape[0]
+    pairs_q, pairs_t, ev_n, ev_q, blocks = [], [], [], [], []
+    for lo in range(0, max(n, 1), _MERGE_CHUNK):
+        origins = np.arange(lo, min(n, lo + _MERGE_CHUNK), dtype=np.int32)
+        part = _walk_merged(trie, flat_t, acc, origins, inside, None if _MERGE else heavy[origins])
+        if part is None:
+            return None
+        in_q, in_t, bits, node, origin = part
+        pairs_q.append(in_q)
+        pairs_t.append(in_t)
+        ev_n.append(node)
+        ev_q.append(origin)
+        if bits is not None:
+            blocks.append((origins, bits))
+    events = AcceptEvents.from_pairs(trie, _cat(ev_n), _cat(ev_q))
+    in_q, in_t = _cat(pairs_q).astype(np.int64), _cat(pairs_t).astype(np.int64)
+    return WalkResult(in_q, in_t, events, tuple(blocks))
+
+
+def _walk_merged(
+    trie: TokenTrie,
+    flat_t: np.ndarray,
+    acc: np.ndarray,
+    origins: np.ndarray,
+    inside: bool,
+    heavy: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray, np.ndarray] | None:
+    """All of ``origins`` as entries (node, state, origin bitset), merged per (node, state).
+
+    Walks from different origins that meet in one state at one node go on as
+    one entry whose ``uint64`` bitset (bit ``i`` = ``origins[i]``) is the OR
+    of theirs, so a converging DFA costs about one entry per trie node
+    whatever its state count. Within a depth the entries are sorted by
+    (node, state); a node's tokens collect the OR of its entries' bitsets.
+
+    Returns INSIDE as (origin, token) pairs when the walk was small (then the
+    pairs are few and bitsets would cost more), else as ``uint32 [len(origins),
+    ceil(V / 32)]`` bitsets (None without ``inside``); then the event (node,
+    origin) pairs. Given
+    ``heavy`` (bool per origin: would walk dense), it gives up and returns
+    None as soon as, up to depth :data:`_MERGE_PROBE_DEPTH`, its entries cost
+    more than dense blocks of the heavy origins plus threads of the others
+    (walks that do not converge, such as the count states of ``x{0,40}``).
+    """
+    h = origins.shape[0]
+    words = max(1, (h + 63) // 64)
+    stride = flat_t.shape[0] // 256  # > every state, the dead row included
+    dead = np.int32(stride - 1)
+    node_bits = np.zeros((trie.node_byte.shape[0] if inside else 0, words), dtype="<u8")  # OR per node
+    ev_n: list[np.ndarray] = []
+    ev_b: list[np.ndarray] = []
+    col = np.arange(h)
+    bits = np.zeros((h, words), dtype="<u8")
+    bits[col, col >> 6] = np.left_shift(np.uint64(1), (col & 63).astype(np.uint64))
+    state, node = origins.astype(np.int32), np.zeros(h, dtype=np.int32)
+    if heavy is not None:
+        light = np.zeros((1, words), dtype="<u8")  # bitset of the origins that walk as threads
+        thread = col[~heavy]
+        np.bitwise_or.at(light[0], thread >> 6, np.left_shift(np.uint64(1), (thread & 63).astype(np.uint64)))
+        entry_cost = _MERGE_ENTRY_COST + _MERGE_WORD_COST * words
+        dense_cost = _DENSE_CELL_COST * int(np.count_nonzero(heavy))
+    cost_merged = cost_other = 0.0
+    reached: list[np.ndarray] = []  # each depth's entry nodes, while the walk is small
+    n_reached = 0
+    multi = h > 1  # may a node hold several entries? (the root holds them all)
+    depth = 0
+    while depth < trie.max_len:
+        # the entries' children: by entry (few entries) or by node of the next depth (many)
+        lo, hi = int(trie.depth_start[depth + 1]), int(trie.depth_start[depth + 2])
+        base = int(trie.depth_start[depth])
+        if _NODE_SCAN * int(trie.n_children[node].sum(dtype=np.int64)) < hi - lo:
+            owner, child = _expand32(trie.first_child[node], trie.n_children[node])
+        elif not multi:
+            parent = (trie.child_key[lo:hi] >> 8).astype(np.int32) - base
+            slot = np.full(lo - base, node.shape[0], dtype=np.int32)
+            slot[node - base] = np.arange(node.shape[0], dtype=np.int32)
+            owner = slot[parent]  # len(node), past the end, where the parent has no entry
+            state = np.append(state, dead)
+            child = np.arange(lo, hi, dtype=np.int32)
+        else:
+            parent = (trie.child_key[lo:hi] >> 8).astype(np.int32) - base
+            count = np.bincount(node - base, minlength=lo - base).astype(np.int32)
+            start = np.cumsum(count, dtype=np.int32) - count
+            at, owner = _expand32(start[parent], count[parent])
+            child = at + np.int32(lo)
+        nxt = flat_t[state[owner] * 256 + trie.node_byte[child]]
+        live = np.flatnonzero(nxt >= 0)
+        if live.size == 0:
+            break
+        owner, child, nxt = owner[live], child[live], nxt[live]
+        heads = None  # where each node's entries start, if some node has several
+        if not multi:  # one entry per node stays so, in node order
+            bits, node, state = np.take(bits, owner, axis=0), child, nxt
+        else:
+            key = child.astype(np.int64) * stride + nxt
+            if (key[1:] > key[:-1]).all():  # one entry per (node, state) already, in order
+                bits, node, state = np.take(bits, owner, axis=0), child, nxt
+            else:  # nearly sorted (runs per parent entry): a stable sort is fast
+                order = np.argsort(key, kind="stable")
+                key = key[order]
+                new = np.empty(key.shape[0], dtype=bool)
+                new[0] = True
+                np.not_equal(key[1:], key[:-1], out=new[1:])
+                starts = np.flatnonzero(new)
+                bits = _or_groups(np.take(bits, owner[order], axis=0), starts)
+                order = order[starts]
+                node, state = child[order], nxt[order]
+            first = np.empty(node.shape[0], dtype=bool)
+            first[0] = True
+            np.not_equal(node[1:], node[:-1], out=first[1:])
+            heads = np.flatnonzero(first)
+            if heads.shape[0] == node.shape[0]:
+                heads, multi = None, False
+        depth += 1
+        if heavy is not None and depth <= _MERGE_PROBE_DEPTH:
+            cost_merged += entry_cost * node.shape[0]
+            n_nodes = node.shape[0] if heads is None else heads.shape[0]
+            cost_other += dense_cost * n_nodes + int(np.bitwise_count(bits & light).sum())
+            if cost_merged > cost_other:
+                return None
+        if inside:
+            n_reached += node.shape[0]
+            if n_reached <= _SMALL_WALK:
+                reached.append(node if heads is None else node[heads])
+            if heads is None:
+                _put_rows(node_bits, node, bits)
+            else:
+                _put_rows(node_bits, node[heads], _or_groups(bits, heads))
+        hit = np.flatnonzero(acc[state])
+        if hit.size:
+            hit = hit[trie.node_passes[node[hit]]]
+            ev_n.append(node[hit])
+            ev_b.append(np.take(bits, hit, axis=0))
+    ev_node, ev_origin = _EMPTY, _EMPTY
+    if ev_n:
+        held = np.unpackbits(np.concatenate(ev_b).view(np.uint8), axis=1, count=h, bitorder="little")
+        i, j = np.nonzero(held)
+        ev_node, ev_origin = np.concatenate(ev_n)[i], origins[j]
+    if not inside:
+        return _EMPTY, _EMPTY, None, ev_node, ev_origin
+    if n_reached <= _SMALL_WALK:  # few nodes reached: INSIDE as (origin, token) pairs
+        ends = _cat(reached)
+        ends = ends[trie.node_nterm[ends] > 0]
+        held = np.unpackbits(np.take(node_bits, ends, axis=0).view(np.uint8), axis=1, count=h, bitorder="little")
+        i, j = np.nonzero(held)
+        in_q, in_t = _inside_pairs(trie, ends[i], origins[j])
+        return in_q, in_t, None, ev_node, ev_origin
+    by_token = np.zeros((trie.vocab_size, words), dtype="<u8")
+    _put_rows(by_token, trie.row_ids, np.take(node_bits, _row_end_nodes(trie), axis=0))
+    return _EMPTY, _EMPTY, _rows_of_token_bits(by_token.view(np.uint8), h), ev_node, ev_origin
+
+
+def _or_groups(bits: np.ndarray, heads: np.ndarray) -> np.ndarray:
+    """OR of the rows of ``bits`` in each group ``[heads[i], heads[i + 1])`` (``heads[0] == 0``).
+
+    ``reduceat`` over the few groups of several rows only: most are single.
+    """
+    out = np.take(bits, heads, axis=0)
+    size = np.diff(heads, append=bits.shape[0]).astype(np.int32)
+    big = np.flatnonzero(size > 1)
+    if big.size:
+        _, rows = _expand32(heads[big].astype(np.int32), size[big])
+        starts = np.cumsum(size[big]) - size[big]
+        out[big] = np.bitwise_or.reduceat(np.take(bits, rows, axis=0), starts, axis=0)
+    return out
+
+
+def _put_rows(dst: np.ndarray, idx: np.ndarray, src: np.ndarray) -> None:
+    """``dst[idx] = src`` for C-contiguous 2-D arrays, moving rows as single items (faster)."""
+    row = np.dtype((np.void, dst.shape[1] * dst.itemsize))
+    np.put(dst.view(row).reshape(-1), idx, np.ascontiguousarray(src).view(row).reshape(-1))
+
+
+_row_ends: "OrderedDict[str, np.ndarray]" = OrderedDict()
+
+
+def _row_end_nodes(trie: TokenTrie) -> np.ndarray:
+    """``int32 [R]``: the trie node where each row's token ends (memoized per trie)."""
+    with _lock:
+        ends = _row_ends.get(trie.fingerprint)
+    if ends is None:
+        nodes = np.flatnonzero(trie.node_nterm).astype(np.int32)
+        owner, rows = _expand32(trie.node_lo[nodes], trie.node_nterm[nodes])
+        ends = np.zeros(trie.rows, dtype=np.int32)
+        ends[rows] = nodes[owner]
+        ends.setflags(write=False)
+        with _lock:
+            _row_ends[trie.fingerprint] = ends
+            while len(_row_ends) > 4:
+                _row_ends.popitem(last=False)
+    return ends
+
+
+def _rows_of_token_bits(by_token: np.ndarray, h: int) -> np.ndarray:
+    """Transpose token-major bits to per-origin bitsets.
+
+    ``by_token`` is ``uint8 [V, >= ceil(h / 8)]`` with origin ``i`` at bit
+    ``i % 8`` of byte ``i // 8``; returns ``uint32 [h, ceil(V / 32)]`` (token
+    ``t`` at bit ``t % 32`` of word ``t // 32``), one bit plane at a time.
+    """
+    v = by_token.shape[0]
+    n_bytes = (h + 7) // 8
+    planes = np.ascontiguousarray(by_token[:, :n_bytes].T)  # [n_bytes, V]
+    out = np.zeros((n_bytes * 8, ((v + 31) // 32) * 4), dtype=np.uint8)
+    width = (v + 7) // 8
+    bit = np.empty_like(planes)
+    for k in range(8):
+        np.right_shift(planes, k, out=bit)
+        np.bitwise_and(bit, 1, out=bit)
+        out[k::8, :width] = np.packbits(bit.view(bool), axis=1, bitorder="little")
+    return out[:h].view("<u4").astype(np.uint32, copy=False)
 
 
 _EMPTY = np.zeros(0, dtype=np.int32)

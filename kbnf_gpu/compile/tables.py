@@ -27,7 +27,7 @@ from .dfa_walk import (
     suffixes_alive,
     walk,
 )
-from .token_sets import DEFAULT_SPARSE_LIMIT, TokenSet, sets_from_masks, sets_from_pairs
+from .token_sets import DEFAULT_SPARSE_LIMIT, TokenSet, sets_from_pairs
 from .token_trie import TokenTrie, VocabularyLike, trie_for
 
 
@@ -54,10 +54,39 @@ def inside_of_walk(
     sets = list(
         sets_from_pairs(result.inside_states, result.inside_tokens, n_states, vocab_size, sparse_limit)
     )
-    for states, masks in result.inside_blocks:
-        for q, s in zip(states.tolist(), sets_from_masks(masks, sparse_limit)):
+    for states, bits in result.inside_bits:
+        for q, s in zip(states.tolist(), sets_from_bitsets(bits, vocab_size, sparse_limit)):
             sets[q] = s
     return tuple(sets)
+
+
+def sets_from_bitsets(
+    bits: np.ndarray, vocab_size: int, sparse_limit: int = DEFAULT_SPARSE_LIMIT
+) -> tuple[TokenSet, ...]:
+    """One canonical :class:`TokenSet` per row of ``uint32 [n, ceil(V / 32)]`` bitsets
+    (bits past ``vocab_size`` clear)."""
+    counts = np.bitwise_count(bits).sum(axis=1)
+    sparse = np.flatnonzero(counts <= sparse_limit)
+    # ids of all the sparse rows at once, from their non-zero words only
+    row, word = np.nonzero(bits[sparse])
+    values = bits[sparse[row], word].astype("<u4")
+    k, b = np.nonzero(np.unpackbits(values.view(np.uint8).reshape(-1, 4), axis=1, bitorder="little"))
+    ids_all = (word[k] * 32 + b).astype(np.int32)
+    bounds = np.zeros(sparse.shape[0] + 1, dtype=np.int64)
+    np.cumsum(counts[sparse], out=bounds[1:])
+    slot = np.full(bits.shape[0], -1, dtype=np.int64)
+    slot[sparse] = np.arange(sparse.shape[0])
+    out = []
+    for i, c in enumerate(counts.tolist()):
+        if slot[i] < 0:
+            row_bits = bits[i].astype(np.uint32)  # a copy: the set must not hold the whole block
+            row_bits.setflags(write=False)
+            out.append(TokenSet(vocab_size, c, bits=row_bits))
+        else:
+            ids = ids_all[bounds[slot[i]] : bounds[slot[i] + 1]]
+            ids.setflags(write=False)
+            out.append(TokenSet(vocab_size, c, ids=ids))
+    return tuple(out)
 
 
 def cross_sets(
