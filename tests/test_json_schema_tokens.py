@@ -2,7 +2,7 @@
 
 Every schema of ``test_frontend_json_schema.SCHEMAS`` (61, every keyword the
 front end supports, deep recursion and a 1,000-value enum included) is compiled
-ONCE per session for Llama-3 (``_compiled``, a module-level cache), in
+ONCE per session for Llama-3 (``_COMPILED``, a module-level cache), in
 ``whitespace="compact"`` unless the catalogue fixes a layout (``compact``,
 ``indent=2``, ``any_order``), plus a few extra layouts of the same schemas
 (``@flexible``: ``whitespace="flexible"``, ``@indent2``: ``indent=2``). Then:
@@ -98,6 +98,9 @@ MIN_FINISHED = 0.6
 N_INSTANCES = 20
 REJECT_EVERY = 7
 SEED = 20250611
+
+# languages with fewer than N_INSTANCES values (all of them are used)
+SMALL_LANGUAGES = {"boolean", "null", "int-float-bounds", "enum-mixed", "const-object", "enum-with-type", "all-of-numbers"}
 
 # extra layouts of catalogue schemas: id -> {suffix: options}
 EXTRA_LAYOUTS: dict[str, dict[str, dict]] = {
@@ -386,7 +389,8 @@ def test_valid_instances(case: Case, llama3_vocab) -> None:
     """Valid instances are accepted token by token (greedy tokenization) and EOS ends them."""
     c = compiled_case(case, llama3_vocab)
     info = vocab_info(llama3_vocab)
-    assert len(c.texts) >= min(N_INSTANCES, len(set(c.texts))) and c.texts
+    n = len(c.texts)
+    assert n >= N_INSTANCES or (case.layout != "flexible" and case.id in SMALL_LANGUAGES), (case.id, n)
     for text in c.texts:
         tokens = greedy_tokenize(c, info, text.encode("utf-8"))
         assert b"".join(info.token_bytes[t] for t in tokens) == text.encode("utf-8")

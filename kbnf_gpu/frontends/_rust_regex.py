@@ -122,7 +122,7 @@ _WHITE_SPACE: Ranges = ((0x09, 0x0D), (0x20, 0x20), (0x85, 0x85), (0xA0, 0xA0), 
 
 @lru_cache(maxsize=4)
 def _perl_class(letter: str) -> Ranges:
-    """The code points of Rust regex's ``\d``, ``\s`` or ``\w`` (lower-case letter)."""
+    r"""The code points of Rust regex's ``\d``, ``\s`` or ``\w`` (lower-case letter)."""
     if letter == "d":
         return _general_category("Nd")
     if letter == "s":
