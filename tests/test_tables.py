@@ -555,7 +555,9 @@ WALK_MODES = {
     # merged entries, children found by scanning the next depth, INSIDE as pairs
     "merged by node scan": dict(_MERGE=True, _NODE_SCAN=10**9, _SMALL_WALK=10**9),
     "merged, 70 origins per walk": dict(_MERGE=True, _MERGE_CHUNK=70, _SMALL_WALK=0),
-    "auto, all origins heavy": dict(_HEAVY_SHARE=-1.0, _MIN_DENSE=1),
+    # by cost (small vocabularies make small walks: without _MERGE_MIN_COST merging is judged)
+    "by cost": dict(_MERGE_MIN_COST=0),
+    "by cost, all origins heavy": dict(_HEAVY_SHARE=-1.0, _MIN_DENSE=1, _MERGE_MIN_COST=0),
     "never merged": dict(_MERGE=False),
     "auto": {},
 }

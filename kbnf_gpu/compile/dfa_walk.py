@@ -172,6 +172,8 @@ _NODE_SCAN = 2  # merged walks scan the next depth's nodes if entries have > 1/t
 _MERGE_CHUNK = 1024  # origins per merged walk (bounds its bitsets to 16 words)
 _SMALL_WALK = 1 << 14  # merged walks with at most these many entries give INSIDE as pairs
 _MERGE_PROBE_DEPTH = 3  # merging stops at the first of these depths where it costs more
+_MERGE_MIN_COST = 16384  # or where the other way costs less than this by then (a small walk:
+# per-depth overheads dominate), pro rata of the trie nodes at earlier depths
 _MERGE: bool | None = None  # tests: True always merges, False never (None: by cost)
 
 
@@ -349,15 +351,33 @@ def _walk_merged(
     Returns INSIDE as (origin, token) pairs when the walk was small (then the
     pairs are few and bitsets would cost more), else as ``uint32 [len(origins),
     ceil(V / 32)]`` bitsets (None without ``inside``); then the event (node,
-    origin) pairs. Given
-    ``heavy`` (bool per origin: would walk dense), it gives up and returns
-    None as soon as, up to depth :data:`_MERGE_PROBE_DEPTH`, its entries cost
-    more than dense blocks of the heavy origins plus threads of the others
-    (walks that do not converge, such as the count states of ``x{0,40}``).
+    origin) pairs.
+
+    Given ``heavy`` (bool per origin: would walk dense), it gives up and
+    returns None as soon as, up to depth :data:`_MERGE_PROBE_DEPTH`, its
+    entries cost more than dense blocks of the heavy origins plus threads of
+    the others (walks that do not converge, such as the count states of
+    ``x{0,40}``), or those cost less than :data:`_MERGE_MIN_COST` pro rata (a
+    small walk, where the merged walk's overheads dominate). Depth 1 is
+    judged from the transition table before walking.
     """
     h = origins.shape[0]
     words = max(1, (h + 63) // 64)
     stride = flat_t.shape[0] // 256  # > every state, the dead row included
+    if heavy is not None:
+        entry_cost = _MERGE_ENTRY_COST + _MERGE_WORD_COST * words
+        dense_cost = _DENSE_CELL_COST * int(np.count_nonzero(heavy))
+        # _MERGE_MIN_COST by the probe depth, in proportion to the nodes up to each depth
+        small_walk = _MERGE_MIN_COST / max(1, int(trie.depth_start[min(_MERGE_PROBE_DEPTH, trie.max_len) + 1]) - 1)
+        # depth 1 from the transition table alone: a small or non-converging walk stops here
+        first = trie.node_byte[trie.first_child[0] : trie.first_child[0] + trie.n_children[0]]
+        step = flat_t[:-256].reshape(-1, 256)[origins][:, first]  # [h, root children]
+        alive = step >= 0
+        step = np.sort(np.where(alive, step, -1), axis=0)
+        n_entries = np.count_nonzero((step[1:] != step[:-1]) & (step[1:] >= 0)) + np.count_nonzero(step[:1] >= 0)
+        other1 = dense_cost * np.count_nonzero(alive.any(axis=0)) + np.count_nonzero(alive[~heavy])
+        if entry_cost * n_entries > other1 or other1 < small_walk * first.shape[0]:
+            return None
     dead = np.int32(stride - 1)
     node_bits = np.zeros((trie.node_byte.shape[0] if inside else 0, words), dtype="<u8")  # OR per node
     ev_n: list[np.ndarray] = []
@@ -370,8 +390,6 @@ def _walk_merged(
         light = np.zeros((1, words), dtype="<u8")  # bitset of the origins that walk as threads
         thread = col[~heavy]
         np.bitwise_or.at(light[0], thread >> 6, np.left_shift(np.uint64(1), (thread & 63).astype(np.uint64)))
-        entry_cost = _MERGE_ENTRY_COST + _MERGE_WORD_COST * words
-        dense_cost = _DENSE_CELL_COST * int(np.count_nonzero(heavy))
     cost_merged = cost_other = 0.0
     reached: list[np.ndarray] = []  # each depth's entry nodes, while the walk is small
     n_reached = 0
@@ -429,7 +447,7 @@ def _walk_merged(
             cost_merged += entry_cost * node.shape[0]
             n_nodes = node.shape[0] if heads is None else heads.shape[0]
             cost_other += dense_cost * n_nodes + int(np.bitwise_count(bits & light).sum())
-            if cost_merged > cost_other:
+            if cost_merged > cost_other or cost_other < small_walk * (trie.depth_start[depth + 1] - 1):
                 return None
         if inside:
             n_reached += node.shape[0]
