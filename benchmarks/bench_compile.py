@@ -126,12 +126,9 @@ def worker(engine: str, grammar: str, repeats: int) -> dict:
             return kbnf.Engine(kbnf_text, kv, config)
     elif engine == "xgrammar":
         import xgrammar as xgr
-        from tokenizers import Tokenizer
+        from common import llama3_hf
 
-        from kbnf_gpu.tokenizers import locate
-
-        tok = Tokenizer.from_file(str(locate("llama3").path))
-        info = xgr.TokenizerInfo.from_huggingface(_hf_wrapper(tok), vocab_size=128256)
+        info = xgr.TokenizerInfo.from_huggingface(llama3_hf(), vocab_size=128256)
         compiler = xgr.GrammarCompiler(info, max_threads=1, cache_enabled=False)
 
         def compile_once():
@@ -169,13 +166,6 @@ def worker(engine: str, grammar: str, repeats: int) -> dict:
         compile_grammar(other, vocab, syntax="kbnf", end_mode="eos")
         out["other_grammar_after_s"] = time.perf_counter() - t0
     return out
-
-
-def _hf_wrapper(tok):
-    """A transformers tokenizer around the raw tokenizer.json (xgrammar wants one)."""
-    from transformers import PreTrainedTokenizerFast
-
-    return PreTrainedTokenizerFast(tokenizer_object=tok)
 
 
 def main() -> None:

@@ -254,7 +254,8 @@ def end_to_end_rows(ctx: BenchContext) -> list[dict]:
         return []
     from kbnf_gpu import Matcher, Vocabulary, compile_grammar
     from kbnf_gpu.batch import apply_prepared, prepare_batch
-    from bench_runtime import DOCUMENT, greedy_tokens
+    from bench_runtime import DOCUMENT
+    from common import greedy_tokens, llama3_hf
 
     from kbnf_gpu.grammars import JSON_KBNF
 
@@ -263,12 +264,8 @@ def end_to_end_rows(ctx: BenchContext) -> list[dict]:
     tokens = greedy_tokens(vocab, compiled, DOCUMENT.encode())
     try:
         import xgrammar as xgr
-        from tokenizers import Tokenizer
-        from transformers import PreTrainedTokenizerFast
 
-        from kbnf_gpu.tokenizers import locate
-
-        hf = PreTrainedTokenizerFast(tokenizer_object=Tokenizer.from_file(str(locate("llama3").path)))
+        hf = llama3_hf()
         info = xgr.TokenizerInfo.from_huggingface(hf, vocab_size=vocab.size)
         xgr_compiled = xgr.GrammarCompiler(info).compile_builtin_json_grammar()
     except Exception as e:  # noqa: BLE001 - optional peer

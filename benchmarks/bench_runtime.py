@@ -27,6 +27,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_compile import JSON_GBNF  # noqa: E402
+from common import greedy_tokens, llama3_hf  # noqa: E402
 
 from kbnf_gpu.grammars import JSON_KBNF  # noqa: E402
 
@@ -35,20 +36,6 @@ DOCUMENT = (
     '"scores": [1.5, -2, 3e4, 0.25], "address": {"city": "London", "zip": null, "lines": ["12 St James\'s Sq", '
     '"SW1"]}, "notes": "first \\"programmer\\"", "items": [{"a": 1}, {"a": 2}, {"a": 3}, {"a": 4}, {"a": 5}]}'
 )
-
-
-def greedy_tokens(vocab, compiled, text: bytes) -> list[int]:
-    from kbnf_gpu import Matcher
-
-    m = Matcher(compiled)
-    out, pos = [], 0
-    while pos < len(text):
-        best = max((t for t in m.allowed_token_ids().tolist() if text.startswith(vocab.token_bytes(t), pos)),
-                   key=lambda t: len(vocab.token_bytes(t)))
-        m.accept_token(best)
-        out.append(best)
-        pos += len(vocab.token_bytes(best))
-    return out
 
 
 def per_token_us(step, tokens) -> float:
@@ -81,12 +68,8 @@ def json_rows(vocab) -> list[dict]:
 
     try:
         import xgrammar as xgr
-        from tokenizers import Tokenizer
-        from transformers import PreTrainedTokenizerFast
 
-        from kbnf_gpu.tokenizers import locate
-
-        hf = PreTrainedTokenizerFast(tokenizer_object=Tokenizer.from_file(str(locate("llama3").path)))
+        hf = llama3_hf()
         info = xgr.TokenizerInfo.from_huggingface(hf, vocab_size=vocab.size)
         xc = xgr.GrammarCompiler(info, cache_enabled=False).compile_grammar(JSON_GBNF)
         bitmask = xgr.allocate_token_bitmask(1, vocab.size)

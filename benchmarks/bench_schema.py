@@ -53,9 +53,9 @@ the matcher).
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import gc
 import importlib
-import datetime as dt
 import json
 import os
 import platform
@@ -65,6 +65,9 @@ import sys
 import time
 from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import greedy_tokens, llama3_hf  # noqa: E402
 
 ENGINES = ("kbnf_gpu", "xgrammar", "llguidance")
 V = 128_256
@@ -125,31 +128,6 @@ def instance_text(name: str) -> bytes:
 # ------------------------------------------------------------------ workers
 
 
-def _hf():
-    from tokenizers import Tokenizer
-    from transformers import PreTrainedTokenizerFast
-
-    from kbnf_gpu.tokenizers import locate
-
-    return PreTrainedTokenizerFast(tokenizer_object=Tokenizer.from_file(str(locate("llama3").path)))
-
-
-def _greedy(vocab, compiled, text: bytes) -> list[int]:
-    """Longest token allowed by our mask matching ``text`` at each position."""
-    from kbnf_gpu import Matcher
-
-    m = Matcher(compiled)
-    out, pos = [], 0
-    while pos < len(text):
-        best = max((t for t in m.allowed_token_ids().tolist() if text.startswith(vocab.token_bytes(t), pos)),
-                   key=lambda t: len(vocab.token_bytes(t)))
-        m.accept_token(best)
-        out.append(best)
-        pos += len(vocab.token_bytes(best))
-    assert m.is_accepting()
-    return out
-
-
 def _settle(freeze: bool) -> None:
     """Right before timing: collect, and (by default) freeze the setup's objects out of the cyclic GC."""
     gc.collect()
@@ -204,7 +182,7 @@ class Xgrammar:
         from kbnf_gpu import Vocabulary
 
         self.xgr = xgr
-        info = xgr.TokenizerInfo.from_huggingface(_hf(), vocab_size=V,
+        info = xgr.TokenizerInfo.from_huggingface(llama3_hf(), vocab_size=V,
                                                   stop_token_ids=list(Vocabulary.from_name("llama3").eos_ids))
         self.compiler = xgr.GrammarCompiler(info, max_threads=1, cache_enabled=False)
         self.bitmask = xgr.allocate_token_bitmask(1, V)
@@ -235,7 +213,7 @@ class Llguidance:
         from kbnf_gpu import Vocabulary
 
         self.llg = llguidance
-        self.tok = llguidance.hf.from_tokenizer(_hf(), n_vocab=V, eos_token=list(Vocabulary.from_name("llama3").eos_ids))
+        self.tok = llguidance.hf.from_tokenizer(llama3_hf(), n_vocab=V, eos_token=list(Vocabulary.from_name("llama3").eos_ids))
         self.bitmask = llguidance.torch.allocate_token_bitmask(1, V)
 
     def clear(self) -> None:
@@ -353,7 +331,7 @@ def token_paths() -> dict[str, list[int]]:
     from kbnf_gpu import Vocabulary, compile_grammar
 
     vocab = Vocabulary.from_name("llama3")
-    return {name: _greedy(vocab, compile_grammar(schema, vocab, syntax="json_schema", whitespace="compact"),
+    return {name: greedy_tokens(vocab, compile_grammar(schema, vocab, syntax="json_schema", whitespace="compact"),
                           instance_text(name))
             for name, (schema, _) in SCHEMAS.items()}
 
