@@ -147,6 +147,17 @@ Expr = Union[Terminal, Ref, Sequence, Choice, Repetition]
 EMPTY = Sequence(())
 
 
+def children(expr: Expr) -> tuple[Expr, ...]:
+    """The direct sub-expressions of a grammar expression (none for terminals and references)."""
+    if isinstance(expr, Sequence):
+        return expr.items
+    if isinstance(expr, Choice):
+        return expr.alternatives
+    if isinstance(expr, Repetition):
+        return (expr.item,)
+    return ()
+
+
 @dataclass(frozen=True)
 class Rule:
     """``name ::= body``. A name may have several rules: their bodies are alternatives."""

@@ -216,7 +216,7 @@ class _Builder:
                 t = self.fused_rules.get(expr.name)
                 memo[id(expr)] = (expr, None if t is None else self.dfas[t])
                 continue
-            children = _children(expr)
+            children = ir.children(expr)
             if not children_done:
                 stack.append((expr, True))
                 stack.extend((c, False) for c in children)
@@ -351,7 +351,7 @@ def _refs(expr: ir.Expr) -> list[ir.Ref]:
         if isinstance(e, ir.Ref):
             refs.append(e)
         else:
-            stack.extend(_children(e))
+            stack.extend(ir.children(e))
     return refs
 
 
@@ -403,16 +403,6 @@ def nullable_nonterminals(rules, dfas) -> frozenset[int]:
 
 
 # ------------------------------------------------------------------ fusion
-
-
-def _children(expr: ir.Expr) -> tuple[ir.Expr, ...]:
-    if isinstance(expr, ir.Sequence):
-        return expr.items
-    if isinstance(expr, ir.Choice):
-        return expr.alternatives
-    if isinstance(expr, ir.Repetition):
-        return (expr.item,)
-    return ()
 
 
 def _linear_recursion_body(name: str, body: ir.Expr) -> ir.Expr | None:

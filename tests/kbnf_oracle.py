@@ -24,3 +24,24 @@ def quiet_stderr():
         os.dup2(fd, 2)
         os.close(fd)
         logger.setLevel(level)
+
+
+def sentinel_status(engine, data: bytes) -> tuple[bool, bool]:
+    """(data is a viable prefix, data is a sentence) for an engine over ``start ::= X "\\x01";``.
+
+    Feeds ``data`` byte by byte, then the sentinel: kbnf finishes eagerly, and
+    the sentinel makes that happen exactly at the end.
+    """
+    engine.reset()
+    for byte in data:
+        try:
+            engine.try_accept_new_bytes(bytes([byte]))
+        except ValueError:
+            return False, False
+        if engine.is_finished():  # cannot happen: the sentinel is not in data
+            return False, False
+    try:
+        engine.try_accept_new_bytes(b"\x01")
+    except ValueError:
+        return True, False
+    return True, engine.is_finished()

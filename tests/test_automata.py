@@ -31,6 +31,7 @@ from kbnf_gpu.automata import (
 from kbnf_gpu.automata.regex import translate
 from kbnf_gpu.automata.utf8 import utf8_sequences
 from kbnf_gpu.errors import DFATooLarge, GrammarError
+from kbnf_oracle import sentinel_status
 
 K = ir.TerminalKind
 # AUTOMATA_EXAMPLES=2000 for a deeper run
@@ -474,23 +475,6 @@ def _kbnf_engine(term_src: str):
     return kbnf.Engine(f'start ::= {term_src} "\\x01";', _kbnf_vocab(), config)
 
 
-def _kbnf_probe(engine, s: bytes) -> tuple[bool, bool]:
-    """(s is a viable prefix, s is in the terminal's language), by feeding s then the sentinel."""
-    engine.reset()
-    for b in s:
-        try:
-            engine.try_accept_new_bytes(bytes([b]))
-        except ValueError:
-            return False, False
-        if engine.is_finished():  # cannot happen: the sentinel is not in s
-            return False, False
-    try:
-        engine.try_accept_new_bytes(b"\x01")
-    except ValueError:
-        return True, False
-    return True, engine.is_finished()
-
-
 KBNF_CASES = [
     (K.EARLY_END, "ab*"),
     (K.EARLY_END, "a|ab"),
@@ -526,7 +510,7 @@ def _assert_agrees_with_kbnf(kind: ir.TerminalKind, source: str, alphabet: bytes
     for n in range(max_len + 1):
         for t in itertools.product(alphabet, repeat=n):
             s = bytes(t)
-            viable, member = _kbnf_probe(engine, s)
+            viable, member = sentinel_status(engine, s)
             state = dfa.step(0, s)
             ours = (state >= 0, state >= 0 and bool(dfa.accepting[state]))
             if dfa.is_empty() and s == b"":

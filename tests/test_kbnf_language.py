@@ -19,7 +19,7 @@ from kbnf_gpu.errors import GrammarError
 from kbnf_gpu.frontends import parse_grammar
 from kbnf_gpu.normalize import normalize
 from kbnf_gpu.runtime.earley import DEAD, EarleyParser
-from kbnf_oracle import quiet_stderr
+from kbnf_oracle import quiet_stderr, sentinel_status
 
 kbnf = importlib.import_module("kbnf")
 
@@ -65,21 +65,6 @@ def kbnf_vocabulary():
 VOCAB = kbnf_vocabulary()
 
 
-def kbnf_status(engine, w: bytes) -> tuple[bool, bool]:
-    """(w is a viable prefix, w is a sentence of the wrapped grammar's ``s``)."""
-    engine.reset()
-    for byte in w:
-        try:
-            engine.try_accept_new_bytes(bytes([byte]))
-        except ValueError:
-            return False, False
-    try:
-        engine.try_accept_new_bytes(b"\x01")
-    except ValueError:
-        return True, False
-    return True, engine.is_finished()
-
-
 STRINGS = [bytes(chars) for n in range(5) for chars in itertools.product(b"ab", repeat=n)]
 KBNF_TIMEOUT_S = 10
 HANGS: list[str] = []
@@ -90,7 +75,7 @@ def _kbnf_worker(text: str, conn) -> None:
     config.engine_config.rejected_token_prefix_cache_enabled = False
     with quiet_stderr():
         engine = kbnf.Engine(text, VOCAB, config)
-        conn.send([kbnf_status(engine, w) for w in STRINGS])
+        conn.send([sentinel_status(engine, w) for w in STRINGS])
 
 
 def kbnf_statuses(text: str) -> list[tuple[bool, bool]] | None:
@@ -127,9 +112,9 @@ def test_the_wrapper_itself_is_checked():
     text = "start ::= s '\\x01';\ns ::= \"a\" s | \"b\";"
     with quiet_stderr():
         engine = kbnf.Engine(text, VOCAB)
-    assert kbnf_status(engine, b"aab") == (True, True)
-    assert kbnf_status(engine, b"aa") == (True, False)
-    assert kbnf_status(engine, b"ba") == (False, False)
+    assert sentinel_status(engine, b"aab") == (True, True)
+    assert sentinel_status(engine, b"aa") == (True, False)
+    assert sentinel_status(engine, b"ba") == (False, False)
     try:
         parse_grammar("start ::= s;", "kbnf")
         normalize(parse_grammar("start ::= s;", "kbnf"))
@@ -145,8 +130,8 @@ def test_kbnf_bug_optional_substrings():
     text = "start ::= s '\\x01'; s ::= [#substrs\"abba\"];"
     with quiet_stderr():
         engine = kbnf.Engine(text, VOCAB)
-        assert kbnf_status(engine, b"") == (True, True)
-        assert kbnf_status(engine, b"bb") == (False, False)  # the bug: "bb" is a substring of "abba"
+        assert sentinel_status(engine, b"") == (True, True)
+        assert sentinel_status(engine, b"bb") == (False, False)  # the bug: "bb" is a substring of "abba"
     parser = EarleyParser(normalize(parse_grammar(text, "kbnf")))
     for w in (b"", b"a", b"bb", b"abba", b"bba"):
         assert check_parser(parser, w + b"\x01").complete, w

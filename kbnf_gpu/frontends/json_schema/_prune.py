@@ -66,12 +66,8 @@ def prune(rules: dict[str, ir.Expr]) -> ir.Grammar:
                 if e.name not in reach:
                     reach.add(e.name)
                     stack.append(e.name)
-            elif isinstance(e, ir.Sequence):
-                todo.extend(e.items)
-            elif isinstance(e, ir.Choice):
-                todo.extend(e.alternatives)
-            elif isinstance(e, ir.Repetition):
-                todo.append(e.item)
+            else:
+                todo.extend(ir.children(e))
     order = ["root"] + [n for n in cleaned if n != "root" and n in reach]
     out = tuple(ir.Rule(n, cleaned[n]) for n in order)  # type: ignore[arg-type]
     return ir.Grammar(rules=out, start="root", syntax="json_schema", end_mode="eos")
