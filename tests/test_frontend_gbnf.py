@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import importlib
 
-import json
 import random
 from functools import lru_cache
 
@@ -13,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from shared_paths import CORPUS
+from data_paths import corpus_cases
 from kbnf_gpu import ir
 from kbnf_gpu.errors import GrammarError
 from kbnf_gpu.frontends import parse_grammar
@@ -379,10 +378,7 @@ def test_fuzz_only_grammar_errors(text: str) -> None:
 
 
 def _corpus() -> list[dict]:
-    if not CORPUS.exists():
-        return []
-    lines = CORPUS.read_text(encoding="utf-8").split("\n")
-    return [json.loads(line) for line in lines if line.strip()]
+    return corpus_cases()
 
 
 def _gbnf_cases() -> list:
@@ -398,8 +394,6 @@ def _llamacpp_files() -> list:
 
 
 def test_corpus_present() -> None:
-    if not CORPUS.exists():
-        pytest.fail("corpus not available: the test needs it")
     assert len(_gbnf_cases()) == 134
     assert len(_llamacpp_files()) >= 8
 

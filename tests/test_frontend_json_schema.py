@@ -4,7 +4,7 @@ Language tests run the grammar through ``kbnf_gpu.check`` (Earley parser) and
 compare with python ``jsonschema`` (Draft 2020-12 unless the schema says
 otherwise, format checking on):
 
-* the corpus (``shared/corpus/cases.jsonl``, ``json_schema`` cases);
+* the corpus (``tests/data/corpus/cases.jsonl``, ``json_schema`` cases);
 * ``SCHEMAS`` below: for each, >= 20 valid texts must be complete, known
   invalid values and mutated values that jsonschema rejects must not be, and
   random texts sampled from the grammar itself must validate (soundness).
@@ -29,7 +29,7 @@ from typing import Any, Callable
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from shared_paths import CORPUS
+from data_paths import corpus_cases
 from kbnf_gpu import ir
 from kbnf_gpu.errors import GrammarError
 from kbnf_gpu.frontends import parse_grammar
@@ -537,10 +537,7 @@ def test_large_enum_and_recursion_build_fast() -> None:
 
 
 def _corpus_cases() -> list[dict]:
-    if not CORPUS.exists():
-        return []
-    lines = [ln for ln in CORPUS.read_text(encoding="utf-8").split("\n") if ln.strip()]
-    return [c for c in map(json.loads, lines) if c["format"] == "json_schema"]
+    return corpus_cases("json_schema")
 
 
 # Valid texts the grammar rejects by design: "-0" is not generated for integers;

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import importlib
 
-import json
 import re
 from functools import lru_cache
 
@@ -13,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from shared_paths import CORPUS, SEED_DOC
+from data_paths import SEED_DOC, corpus_cases
 from kbnf_gpu import ir
 from kbnf_gpu.errors import GrammarError
 from kbnf_gpu.frontends import parse_grammar
@@ -302,15 +301,11 @@ def _doc_syntax_section() -> str:
 
 def _doc_examples() -> list[str]:
     """The grammars of the Rust examples and every ``start ::= ...;`` statement of the syntax section."""
-    if not SEED_DOC.exists():
-        return []
     raw = re.findall(r'r##"(.*?)"##', SEED_DOC.read_text(encoding="utf-8"), re.S)
     return raw + re.findall(r"^start ::=[^\n]*;", _doc_syntax_section(), re.M)
 
 
 def test_doc_examples_found() -> None:
-    if not SEED_DOC.exists():
-        pytest.fail("seed doc not available: the test needs it")
     assert len(_doc_examples()) >= 30
 
 
@@ -322,8 +317,6 @@ def test_doc_example_parses(grammar: str) -> None:
 
 def test_doc_statements_and_comments_as_one_grammar() -> None:
     """The syntax section's statements and ``(* comments *)`` in document order form one grammar."""
-    if not SEED_DOC.exists():
-        pytest.fail("seed doc not available: the test needs it")
     pieces = re.findall(r"\(\*.*?\*\)|^start ::=[^\n]*;", _doc_syntax_section(), re.M | re.S)
     assert sum(p.startswith("(*") for p in pieces) >= 15
     g = parse_kbnf("\n".join(pieces))
@@ -671,15 +664,10 @@ def test_fuzz_only_grammar_errors(text: str) -> None:
 
 
 def _corpus_cases() -> list:
-    if not CORPUS.exists():
-        return []
-    cases = [json.loads(line) for line in CORPUS.read_text(encoding="utf-8").split("\n") if line.strip()]
-    return [pytest.param(c, id=c["id"]) for c in cases if c["format"] == "kbnf"]
+    return [pytest.param(c, id=c["id"]) for c in corpus_cases("kbnf")]
 
 
 def test_corpus_present() -> None:
-    if not CORPUS.exists():
-        pytest.fail("corpus not available: the test needs it")
     assert len(_corpus_cases()) == 18
 
 

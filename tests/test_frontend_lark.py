@@ -5,7 +5,6 @@ package itself (Earley, ``dynamic_complete`` lexer) as the oracle.
 """
 from __future__ import annotations
 
-import json
 import time
 
 import lark
@@ -13,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from shared_paths import CORPUS
+from data_paths import corpus_cases
 from kbnf_gpu import ir
 from kbnf_gpu.errors import GrammarError
 from kbnf_gpu.frontends import parse_grammar
@@ -235,10 +234,7 @@ def _checker(g: ir.Grammar):
 
 
 def _cases(fmt: str) -> list[dict]:
-    if not CORPUS.exists():
-        return []
-    lines = CORPUS.read_text(encoding="utf-8").split("\n")
-    return [c for c in map(json.loads, filter(None, lines)) if c["format"] == fmt]
+    return corpus_cases(fmt)
 
 
 # python-lark itself refuses these grammars ("" literals, zero-width regexes,

@@ -1,14 +1,13 @@
 """The regex front end: IR shape, errors with columns, canonical form, language."""
 from __future__ import annotations
 
-import json
 import re
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from shared_paths import CORPUS
+from data_paths import corpus_cases
 from kbnf_gpu import ir
 from kbnf_gpu.automata import regexpr_to_dfa
 from kbnf_gpu.errors import DFATooLarge, GrammarError
@@ -213,10 +212,7 @@ def _checker(g: ir.Grammar):
 
 
 def _cases(fmt: str) -> list[dict]:
-    if not CORPUS.exists():
-        return []
-    lines = CORPUS.read_text(encoding="utf-8").split("\n")
-    return [c for c in map(json.loads, filter(None, lines)) if c["format"] == fmt]
+    return corpus_cases(fmt)
 
 
 # Python's re refuses these (ECMAScript-only syntax): a GrammarError is the right answer.

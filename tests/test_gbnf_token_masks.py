@@ -1,7 +1,7 @@
 """Token-level masks on the Llama-3 vocabulary, differentially against xgrammar.
 
 For every GBNF grammar that xgrammar can build (the 33 hand-written ones of
-``test_frontend_gbnf.DIFF`` and every GBNF case of the shared corpus), both
+``test_frontend_gbnf.DIFF`` and every GBNF case of the corpus in tests/data), both
 engines are stepped in lock-step along
 
 * (a) accepted sample strings, tokenized greedily through OUR allowed tokens
@@ -32,19 +32,17 @@ GBNF print/parse round trip of ``test_frontend_gbnf`` covers.
 """
 from __future__ import annotations
 
-import json
 import random
 import warnings
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import pytest
 
+from data_paths import corpus_cases
 from test_frontend_gbnf import DIFF
 
-xgr = pytest.importorskip("xgrammar")
-torch = pytest.importorskip("torch")
+import xgrammar as xgr
 
 from kbnf_gpu import Matcher, compile_grammar, ir  # noqa: E402
 from kbnf_gpu.frontends.gbnf import parse_gbnf  # noqa: E402
@@ -52,7 +50,6 @@ from kbnf_gpu.runtime.earley import DEAD  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
-CORPUS = Path("/work/shared/corpus/cases.jsonl")
 V = 128_256
 LLAMA3_EOS = (128001, 128009)  # <|end_of_text|>, <|eot_id|>
 
@@ -195,15 +192,9 @@ def _samples(accept: list[str], k: int) -> tuple[str, ...]:
 
 def _cases() -> list[Case]:
     out = [Case(d[0], d[1], d[2] or d[1], _samples(d[3], DIFF_SAMPLES), DIFF_WALKS) for d in DIFF]
-    if CORPUS.exists():
-        for line in CORPUS.read_text(encoding="utf-8").split("\n"):  # not splitlines: U+2028 is data
-            if not line.strip():
-                continue
-            c = json.loads(line)
-            if c["format"] != "gbnf":
-                continue
-            xt = c["grammar"] if _xgrammar_parses(c["grammar"]) else _xgrammar_text(c["grammar"])
-            out.append(Case(c["id"], c["grammar"], xt, _samples(c["accept"], CORPUS_SAMPLES), CORPUS_WALKS))
+    for c in corpus_cases("gbnf"):
+        xt = c["grammar"] if _xgrammar_parses(c["grammar"]) else _xgrammar_text(c["grammar"])
+        out.append(Case(c["id"], c["grammar"], xt, _samples(c["accept"], CORPUS_SAMPLES), CORPUS_WALKS))
     return out
 
 

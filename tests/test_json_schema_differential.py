@@ -59,11 +59,11 @@ import pytest
 
 from test_frontend_json_schema import _valid_values, reorder, validator
 
-xgr = pytest.importorskip("xgrammar")
-llguidance = pytest.importorskip("llguidance")
-pytest.importorskip("llguidance.hf")
-pytest.importorskip("transformers")
-pytest.importorskip("tokenizers")
+import xgrammar as xgr
+import llguidance
+import llguidance.hf  # noqa: F401  (a test extra: fail loudly if missing)
+import transformers  # noqa: F401  (a test extra: fail loudly if missing)
+import tokenizers  # noqa: F401  (a test extra: fail loudly if missing)
 
 from kbnf_gpu import Matcher, compile_grammar  # noqa: E402
 

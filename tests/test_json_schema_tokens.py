@@ -86,8 +86,8 @@ from kbnf_gpu import Matcher, compile_grammar
 from kbnf_gpu.errors import TokenRejected
 from kbnf_gpu.frontends.json_schema import JsonSchemaWarning
 
-pytest.importorskip("jsonschema")
-pytest.importorskip("hypothesis_jsonschema")
+import jsonschema  # noqa: F401  (a test extra: fail loudly if missing)
+import hypothesis_jsonschema  # noqa: F401  (a test extra: fail loudly if missing)
 
 pytestmark = pytest.mark.slow
 
