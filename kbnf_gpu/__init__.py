@@ -8,7 +8,16 @@ from __future__ import annotations
 
 from .compile.compiled import CompileConfig, CompiledGrammar, compile_grammar
 from .engine import AcceptTokenError, AcceptTokenResult, Engine
-from .errors import ArtifactError, DFATooLarge, GrammarError, KbnfGpuError, TokenRejected, VocabularyError
+from .errors import (
+    ArtifactError,
+    CompileBudgetExceeded,
+    DFATooLarge,
+    GrammarError,
+    KbnfGpuError,
+    OptionError,
+    TokenRejected,
+    VocabularyError,
+)
 from .runtime.matcher import Matcher
 from .vocab import Vocabulary
 
@@ -18,6 +27,7 @@ __all__ = [
     "AcceptTokenError",
     "AcceptTokenResult",
     "ArtifactError",
+    "CompileBudgetExceeded",
     "CompileConfig",
     "CompiledGrammar",
     "DFATooLarge",
@@ -25,6 +35,7 @@ __all__ = [
     "GrammarError",
     "KbnfGpuError",
     "Matcher",
+    "OptionError",
     "TokenRejected",
     "Vocabulary",
     "VocabularyError",

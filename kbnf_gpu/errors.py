@@ -23,6 +23,7 @@ class GrammarError(KbnfGpuError, ValueError):
         column: int | None = None,
         rule: str | None = None,
         expected: str | None = None,
+        pointer: str | None = None,
     ) -> None:
         if text is not None and offset is not None:
             offset = max(0, min(offset, len(text)))
@@ -34,6 +35,7 @@ class GrammarError(KbnfGpuError, ValueError):
         self.column = column
         self.rule = rule
         self.expected = expected
+        self.pointer = pointer
         self.excerpt: str | None = None
         if text is not None and line is not None and column is not None:
             lines = text.split("\n")
@@ -50,6 +52,8 @@ class GrammarError(KbnfGpuError, ValueError):
                 where.append(f"column {self.column}")
         if self.rule is not None:
             where.append(f"rule '{self.rule}'")
+        if self.pointer is not None:
+            where.append(f"at '{self.pointer}'")
         msg = self.reason
         if self.expected:
             msg += f" (expected {self.expected})"
@@ -62,6 +66,21 @@ class GrammarError(KbnfGpuError, ValueError):
 
 class DFATooLarge(GrammarError):
     """A terminal's DFA would exceed the configured state limit."""
+
+
+class CompileBudgetExceeded(GrammarError):
+    """Compiling would exceed a limit of ``CompileConfig`` (time, states, rules, expansion size).
+
+    ``limit`` names the ``CompileConfig`` field; the message says which construct ran into it.
+    """
+
+    def __init__(self, message: str, *, limit: str, **where) -> None:
+        self.limit = limit
+        super().__init__(message, **where)
+
+
+class OptionError(KbnfGpuError, TypeError, ValueError):
+    """An unknown option, or an option value of the wrong type or out of range (raised before any work)."""
 
 
 class TokenRejected(KbnfGpuError, ValueError):

@@ -15,11 +15,11 @@ import pytest
 from kbnf_gpu.grammars import JSON_KBNF  # the package's JSON grammar
 
 
-def compile_config(use_tables: bool = True):
-    """``CompileConfig`` with table-driven masks (default) or the exact reference mask."""
+def compile_config(use_tables: bool | None = True):
+    """``CompileConfig`` with table-driven masks (default; also for ``None``) or the exact reference mask."""
     from kbnf_gpu import CompileConfig
 
-    return CompileConfig(use_tables=use_tables)
+    return CompileConfig() if use_tables is None else CompileConfig(use_tables=use_tables)
 
 
 @pytest.fixture(scope="session")

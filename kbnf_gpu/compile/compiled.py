@@ -10,35 +10,20 @@ from __future__ import annotations
 import hashlib
 import json
 import uuid
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from functools import lru_cache
 from typing import Any, Callable
 
 import numpy as np
 
+from ..budget import compile_budget
+from ..config import CompileConfig
 from ..frontends import parse_grammar
 from ..normalize import BnfGrammar, NormalizeConfig, normalize
 from ..runtime.earley import DEAD, BoundedCache, EarleyParser
 from ..runtime.reference_mask import SortedTokens, reference_allowed
+from ..errors import OptionError
 from ..vocab import Vocabulary
-
-
-@dataclass(frozen=True)
-class CompileConfig:
-    """Limits and switches for compilation and the runtime caches."""
-
-    max_dfa_states: int = 10_000
-    fuse: bool = True
-    fuse_max_states: int = 256
-    fuse_max_states_lexemes: int = 64
-    memo_limit: int = 1 << 20
-    mask_cache_limit: int = 1 << 14
-    sparse_limit: int = 256
-    use_tables: bool = True
-    cache_dir: str | None = None  # also cache token tables on disk here (never pickled)
-
-    def normalize_config(self) -> NormalizeConfig:
-        return NormalizeConfig(self.max_dfa_states, self.fuse, self.fuse_max_states, self.fuse_max_states_lexemes)
 
 
 @lru_cache(maxsize=8)
@@ -212,14 +197,17 @@ def compile_grammar(
     ``progress(stage, done, total)`` is called during table building.
     """
     config = config or CompileConfig()
-    grammar = parse_grammar(source, syntax, start=start, **options)
-    bnf = normalize(grammar, config.normalize_config())
-    mode = end_mode or grammar.end_mode
-    tables = None
-    if config.use_tables:
-        from .grammar_tables import build_grammar_tables
+    if not isinstance(config, CompileConfig):
+        raise OptionError(f"config must be a CompileConfig, got {type(config).__name__}")
+    with compile_budget(config):
+        grammar = parse_grammar(source, syntax, start=start, **options)
+        bnf = normalize(grammar, config.normalize_config())
+        mode = end_mode or grammar.end_mode
+        tables = None
+        if config.use_tables:
+            from .grammar_tables import build_grammar_tables
 
-        tables = build_grammar_tables(bnf, vocab, config=config, progress=progress)
+            tables = build_grammar_tables(bnf, vocab, config=config, progress=progress)
     return CompiledGrammar(
         bnf,
         vocab,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..budget import compile_budget
 from ..errors import GrammarError
 from ..ir import Grammar
 
@@ -16,8 +17,14 @@ def parse_grammar(source: Any, syntax: str = "kbnf", *, start: str | None = None
     """Read ``source`` written in ``syntax`` into the IR.
 
     ``options`` are passed to the front end (JSON Schema takes whitespace and
-    ordering options; the others take none).
+    ordering options; the others take none). Runs under the compilation's
+    budget (``kbnf_gpu.budget``), or the default limits when called on its own.
     """
+    with compile_budget():
+        return _parse(source, syntax, start, options)
+
+
+def _parse(source: Any, syntax: str, start: str | None, options: dict) -> Grammar:
     if syntax == "kbnf":
         from .kbnf import parse_kbnf
 
