@@ -358,42 +358,51 @@ def test_validation_errors():
 # ------------------------------------------------------------ RowPool and staging
 
 
-def test_row_pool_two_tables_one_launch():
-    pool = RowPool("cpu")  # a private pool; for_device() returns the shared one
+def test_row_pool_shares_rows_by_content_and_stays_bounded():
+    """Rows are addressed by content key: uploaded once, shared by grammars, evicted LRU past capacity."""
     V = 200
+    W = -(-V // 32)
     rng = np.random.default_rng(7)
-    sets_a = [set(rng.choice(V, 20, replace=False).tolist()) for _ in range(3)]
-    sets_b = [set(rng.choice(V, 20, replace=False).tolist()) for _ in range(4)]
-    ca = Case(V, sets_a, [[0]], [[]], 1, V)
-    cb = Case(V, sets_b, [[0]], [[]], 1, V)
-    off_a = pool.offset_of("grammar-a", ca.rows_np)
-    off_b = pool.offset_of("grammar-b", cb.rows_np.view(np.uint32))
-    assert (off_a, off_b) == (0, 3)
-    assert pool.offset_of("grammar-a", ca.rows_np) == 0  # uploaded once
-    assert pool.num_rows == 7 and pool.rows.shape == (7, ca.W)
-    # a batch mixing both grammars, row ids local to each table
-    local = [[0, 2], [1, 3], [2], []]
-    offsets = [off_a, off_b, off_b, off_a]
-    csr = build_csr(local, [[], [5], [], [199]], device="cpu", row_offsets=offsets, num_rows=pool.num_rows)
+    sets = [set(rng.choice(V, 20, replace=False).tolist()) for _ in range(12)]
+    row_bits = Case(V, sets, [[0]], [[]], 1, V).rows_np
+    keys = [b"row-%d" % i for i in range(12)]
+    fetched: list[int] = []
+
+    def fetch(positions, wanted):
+        fetched.extend(wanted[p] for p in positions)
+        return row_bits[[int(wanted[p][4:]) for p in positions]]
+
+    pool = RowPool("cpu", capacity=4)  # a private pool; for_device() returns the shared one
+    want = [keys[0], keys[2], keys[0]]
+    slots = pool.slots(want, lambda pos: fetch(pos, want))
+    assert slots[0] == slots[2] and fetched == [keys[0], keys[2]]  # a repeated key is uploaded once
+    again = pool.slots([keys[2]], lambda pos: fetch(pos, [keys[2]]))
+    assert again == [slots[1]] and pool.uploads == 2  # resident: no upload
+    # a batch mixing rows: the launch ORs each entry's slots
+    want = [keys[1], keys[3], keys[5], keys[0]]
+    slots = pool.slots(want, lambda pos: fetch(pos, want))
+    assert pool.num_rows == 4 and pool.evictions == 1  # capacity 4: the least recently used row (key 2) left
+    assert keys[2] not in pool and keys[0] in pool
+    csr = build_csr([[slots[0], slots[1]], [slots[2]], [slots[3]], []], [[], [5], [], [199]], device="cpu",
+                    num_rows=pool.rows.shape[0])
     logits = torch.zeros(4, V)
     K.apply_token_masks(logits, pool.rows, *csr.csr(), vocab_size=V, backend="torch")
     tri = torch.zeros(4, V)
     K.apply_token_masks(tri, pool.rows, *csr.csr(), vocab_size=V, backend="triton")
     assert torch.equal(logits, tri)
-    expect = [sets_a[0] | sets_a[2], sets_b[1] | sets_b[3] | {5}, sets_b[2], {199}]
+    expect = [sets[1] | sets[3], sets[5] | {5}, sets[0], {199}]
     for b, s in enumerate(expect):
         assert set(torch.nonzero(logits[b] == 0).flatten().tolist()) == s
+    # one call needing more rows than the capacity grows the buffer; rows stay intact
+    want = keys[:9]
+    slots = pool.slots(want, lambda pos: fetch(pos, want))
+    assert pool.grows == 1 and len(set(slots)) == 9
+    assert torch.equal(pool.rows[slots], torch.from_numpy(row_bits[:9]))
     with pytest.raises(ValueError, match="words"):
-        pool.offset_of("other-vocab", np.zeros((2, ca.W + 1), dtype=np.int32))
-    with pytest.raises(ValueError, match="already in the pool"):
-        pool.offset_of("grammar-a", np.zeros((5, ca.W), dtype=np.int32))
-    # growth keeps earlier rows intact
-    big = np.arange(100 * ca.W, dtype=np.int32).reshape(100, ca.W)
-    off_c = pool.offset_of("big", big)
-    assert off_c == 7
-    assert torch.equal(pool.rows[:3], torch.from_numpy(ca.rows_np))
-    assert torch.equal(pool.rows[7:], torch.from_numpy(big))
-    assert RowPool.for_device("cpu") is RowPool.for_device(torch.device("cpu"))
+        pool.slots([b"other-vocab"], lambda pos: np.zeros((1, W + 1), dtype=np.int32))
+    with pytest.raises(ValueError, match="capacity"):
+        RowPool("cpu", capacity=0)
+    assert RowPool.for_device("cpu", W) is RowPool.for_device(torch.device("cpu"), W)
 
 
 def test_build_csr_layout_one_buffer():
