@@ -16,8 +16,8 @@ cannot be put in one order (``anyOf`` of property sets...) are checked with
 """
 from __future__ import annotations
 
+import base64
 import importlib
-
 import importlib.util
 import json
 import random
@@ -428,7 +428,15 @@ def test_formats_against_checker() -> None:
         "hostname": (["example.com", "a", "xn--h2brj9c8c.in"], ["-a.com", "a..b", "a_b", "a" * 64]),
         "uri": (["http://example.com/a?b#c", "urn:isbn:123", "mailto:a@b.c", "a:"], ["http://a b", "//a", "1a:b", "http://[::1]/"]),
         "json-pointer": (["", "/a/b", "/~0~1"], ["a", "/~2"]),
+        "byte": (["", "YQ==", "YWI=", "YWJj", "+/9z", "AAAAYQ=="], ["Y", "YQ", "YQ=", "a=b=", "Y===", "YQ==YQ=="]),
     }
+    r = rx(format_language("byte"))  # OpenAPI base64: whatever b64decode(validate=True) takes, padded
+    for s in ("".join(rnd.choice("AZaz09+/=-") for _ in range(rnd.randint(0, 9))) for _ in range(3000)):
+        try:
+            ok = len(s) % 4 == 0 and base64.b64decode(s, validate=True) is not None
+        except ValueError:
+            ok = False
+        assert bool(r.fullmatch(s)) == ok, s
     for fmt, (good, bad) in examples.items():
         r = rx(format_language(fmt))
         assert all(r.fullmatch(s) for s in good), fmt
@@ -468,10 +476,18 @@ def test_annotations_and_unknown_keywords_are_ignored() -> None:
         warnings.simplefilter("error")
         g = parse_json_schema(
             {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": "https://x/y.json", "title": "t",
-             "description": "d", "default": 1, "examples": [1], "$comment": "c", "x-vendor": 1, "format": "int32",
-             "type": "integer", "then": {}, "deprecated": True}
+             "description": "d", "default": 1, "examples": [1], "$comment": "c", "x-vendor": 1, "format": "x-made-up",
+             "type": "integer", "then": {}, "deprecated": True, "x-kubernetes-list-type": "atomic", "double": {}}
         )
     assert g == parse_json_schema({"type": "integer"})
+    # OpenAPI's formats: integer ranges are bounds, float/double/binary/password annotations
+    int32 = {"minimum": -(2**31), "maximum": 2**31 - 1}
+    assert parse_json_schema({"type": ["integer", "null"], "format": "int32"}) == parse_json_schema(
+        {"type": ["integer", "null"], **int32})
+    assert parse_json_schema({"type": "integer", "format": "uint8", "maximum": 300}) == parse_json_schema(
+        {"type": "integer", "minimum": 0, "maximum": 255})
+    for fmt, kind in (("double", "number"), ("float", "number"), ("binary", "string"), ("password", "string")):
+        assert parse_json_schema({"type": kind, "format": fmt}) == parse_json_schema({"type": kind})
 
 
 def test_unique_items_warns() -> None:

@@ -78,12 +78,13 @@ validators do.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Optional, Union
 
 from ...errors import GrammarError
 from ...ir import Grammar
 from ._builder import Builder
-from ._document import JsonSchemaWarning, Document
+from ._document import Document, JsonSchemaWarning, check_registry
 from ._layout import Layout
 
 DEFAULT_MAX_WHITESPACE = 16
@@ -99,6 +100,7 @@ def parse_json_schema(
     indent: Optional[int] = None,
     any_order: bool = False,
     strict: bool = True,
+    registry: Optional[Mapping] = None,
 ) -> Grammar:
     """Read a JSON Schema (text, dict or boolean) into a grammar of the JSON texts it accepts.
 
@@ -109,6 +111,9 @@ def parse_json_schema(
       (overrides ``whitespace``).
     * ``any_order``: declared properties in any order (each at most once);
       by default they come in schema order, optional ones skippable.
+    * ``registry``: the other documents ``$ref`` may point into, as a
+      ``referencing.Registry`` or a mapping URI -> schema (nothing is ever
+      fetched; a ``$ref`` to a document found nowhere raises ``GrammarError``).
     * ``strict``: unsupported keywords raise ``GrammarError`` naming the
       keyword and its JSON pointer; with ``strict=False`` they are ignored with
       a ``JsonSchemaWarning``.
@@ -123,9 +128,10 @@ def parse_json_schema(
             schema = json.loads(schema)
         except (ValueError, RecursionError) as e:
             raise GrammarError(f"the schema is not valid JSON: {e}") from None
+    registry = check_registry(registry)
     if not isinstance(schema, (dict, bool)):
         raise GrammarError(f"a schema must be an object or a boolean, got {type(schema).__name__}")
-    doc = Document(schema, strict)
+    doc = Document(schema, strict, registry)
     layout = Layout(whitespace, max_whitespace, indent)
     grammar = Builder(doc, layout, any_order).build()
     if source:
