@@ -40,6 +40,7 @@ from kbnf_gpu.frontends.json_schema._strings import CHAR, encode_text, quoted
 from kbnf_gpu.frontends.json_schema.formats import FORMATS, format_language
 from kbnf_gpu.frontends.json_schema.numbers import decimal_range, integer_range, multiple_of_regex
 from kbnf_gpu.frontends.json_schema._rx import rep
+from kbnf_gpu.frontends.json_schema.sample import sample_texts
 
 jsonschema = importlib.import_module("jsonschema")
 FORMAT_CHECKER = jsonschema.Draft202012Validator.FORMAT_CHECKER
@@ -145,82 +146,6 @@ def reorder(v: Any, schema: Any, root: Any) -> Any:
         rest = schema.get("items") if isinstance(schema.get("items"), dict) else schema.get("additionalItems", {})
         return [reorder(x, prefix[i] if i < len(prefix) else rest, root) for i, x in enumerate(v)]
     return v
-
-
-# ---------------------------------------------------------- grammar sampler
-
-
-def _sample_rx(e: Any, rnd: random.Random, out: list[str]) -> None:
-    stack = [e]
-    while stack:
-        x = stack.pop()
-        if isinstance(x, ir.Literal):
-            out.append(x.value.decode())
-        elif isinstance(x, ir.CharClass):
-            low = [(a, min(b, 0x7E)) for a, b in x.ranges if a <= 0x7E]
-            a, b = rnd.choice(low) if low and rnd.random() < 0.8 else rnd.choice(x.ranges)
-            out.append(chr(rnd.randint(a, b)))
-        elif isinstance(x, ir.Concat):
-            stack.extend(reversed(x.parts))
-        elif isinstance(x, ir.Alternation):
-            stack.append(rnd.choice(x.options))
-        elif isinstance(x, ir.Repeat):
-            hi = x.min + 3 if x.max is None else min(x.max, x.min + 3)
-            if x.max is not None and rnd.random() < 0.1:
-                hi = x.max
-            stack.extend([x.item] * rnd.randint(x.min, hi))
-        else:  # pragma: no cover
-            raise TypeError(x)
-
-
-def sample_texts(g: ir.Grammar, n: int, seed: int = 0, max_depth: int = 6) -> list[str]:
-    """Random sentences of ``g`` (derivation depth bounded by preferring shallow alternatives)."""
-    rules = {r.name: r.body for r in g.rules}
-    inf = 10**9
-    h = dict.fromkeys(rules, inf)
-
-    def height(e: Any) -> int:
-        if isinstance(e, ir.Terminal):
-            return 0
-        if isinstance(e, ir.Ref):
-            return min(h[e.name] + 1, inf)
-        if isinstance(e, ir.Sequence):
-            return max((height(x) for x in e.items), default=0)
-        if isinstance(e, ir.Choice):
-            return min((height(x) for x in e.alternatives), default=inf)
-        return 0 if e.min == 0 else height(e.item)
-
-    changed = True
-    while changed:
-        changed = False
-        for name, body in rules.items():
-            v = height(body)
-            if v < h[name]:
-                h[name], changed = v, True
-    rnd = random.Random(seed)
-    texts = []
-    for _ in range(n):
-        out: list[str] = []
-        stack: list[tuple[Any, int]] = [(rules[g.start], 0)]
-        while stack:
-            e, d = stack.pop()
-            if isinstance(e, ir.Terminal):
-                _sample_rx(e.expr, rnd, out)
-            elif isinstance(e, ir.Ref):
-                stack.append((rules[e.name], d + 1))
-            elif isinstance(e, ir.Sequence):
-                stack.extend((x, d) for x in reversed(e.items))
-            elif isinstance(e, ir.Choice):
-                alts = [a for a in e.alternatives if height(a) < inf]
-                if d > max_depth:
-                    best = min(height(a) for a in alts)
-                    alts = [a for a in alts if height(a) == best]
-                stack.append((rnd.choice(alts), d))
-            else:
-                hi = e.min + 3 if e.max is None else min(e.max, e.min + 3)
-                stack.extend([(e.item, d)] * (e.min if d > max_depth else rnd.randint(e.min, hi)))
-        texts.append("".join(out))
-    return texts
 
 
 class _Duplicate(Exception):

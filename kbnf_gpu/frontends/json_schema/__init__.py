@@ -1,16 +1,29 @@
 """JSON Schema front end: a schema becomes an IR grammar of the JSON texts it accepts.
 
 ``parse_json_schema(schema, *, whitespace="flexible", max_whitespace=16,
-indent=None, any_order=False, strict=True) -> ir.Grammar`` (start rule
-``root``, ``syntax="json_schema"``, ``end_mode="eos"``). The ``json_object``
-syntax is ``parse_json_schema({"type": "object"}, ...)``.
+indent=None, any_order=False, strict=True, registry=None) -> ir.Grammar``
+(start rule ``root``, ``syntax="json_schema"``, ``end_mode="eos"``). The
+``json_object`` syntax is ``parse_json_schema({"type": "object"}, ...)``.
 
 Structure. Every reachable conjunction of subschemas gets one named rule
 (``$ref``/``allOf`` are flattened into the conjunction, ``anyOf``/``oneOf``
-become one alternative per branch), so recursive schemas are recursive rules
-and nothing recurses in Python over the schema. Lexical pieces are terminals
-(one ``ir.Terminal`` object per distinct language): a whole string, a number,
-a key fused with its colon, ``{``/``[`` with the whitespace after them, etc.
+become one alternative per branch; subschemas of annotations only, such as
+the ``description`` beside a ``$ref``, drop out, so every reference to a
+definition shares its rule), so recursive schemas are recursive rules and
+nothing recurses in Python over the schema. Lexical pieces are terminals,
+chosen to be cheap and shared (see ``_layout`` and ``_scalars``): each scalar
+type is its own terminal (a string, a number, ``true|false``, ``null``), a
+declared key is a literal terminal, the colon with its whitespace is one
+terminal shared by every key, ``{``/``[`` carry the whitespace after them, a
+counted string is made of a fixed set of chunk terminals; the same piece is
+the same ``ir.Terminal`` object in every schema compiled in the process, so
+automata and token rows built for one schema serve the next.
+
+Documents (``_document``): ``$ref``s are resolved as ``jsonschema`` resolves
+them, across the documents of ``registry`` (a ``referencing.Registry`` or a
+mapping URI -> schema): relative URIs against the enclosing ``$id``s, JSON
+pointer and anchor fragments, resources embedded by ``$id``. Other documents
+are read lazily (only the definitions reached) and never fetched.
 
 Exact (the grammar's language is exactly the valid texts, in the layout and
 property order described below):
@@ -31,8 +44,9 @@ property order described below):
 * integer ``minimum``/``maximum``/``exclusive*`` (any bounds, one-sided too),
   integer ``multipleOf`` (enumerated for small ranges, else a mod-k automaton);
 * ``$ref`` to ``#``, ``#/$defs/..``, ``#/definitions/..`` (``~0 ~1`` and
-  %-escapes), ``#anchor`` and the root ``$id``; draft <= 7 ignores siblings of
-  ``$ref`` as the spec says;
+  %-escapes), ``#anchor``, ``$id``-relative URIs and other documents of the
+  registry; draft <= 7 (the root's ``$schema``, as ``jsonschema`` decides)
+  ignores siblings of ``$ref`` as the spec says;
 * ``allOf`` (a true conjunction, not a merge heuristic), ``anyOf``.
 
 Approximate, but sound (every accepted text is valid):
@@ -42,7 +56,8 @@ Approximate, but sound (every accepted text is valid):
   ``_pattern``: ``\\d`` ASCII, ``$`` only at the very end, ``.`` excluding all
   line terminators; lookaround, backreferences and ``\\b`` are unsupported);
 * ``format``: see ``formats`` (e.g. the 253-character hostname limit is not
-  enforced);
+  enforced); OpenAPI's ``int8``...``int64``/``uint8``...``uint64`` bound
+  integers and ``byte`` is base64 (``jsonschema`` checks neither);
 * ``enum``/``const`` values and declared keys are written as ``json.dumps``
   writes them (with ``ensure_ascii`` on or off); other escapings of the same
   text are rejected; numbers in their ``json.dumps`` form;
@@ -59,13 +74,15 @@ Approximate, but sound (every accepted text is valid):
 
 Not sound (warned): ``oneOf`` is treated as ``anyOf`` unless its branches are
 provably disjoint (types, const/enum values, or a required discriminator
-property); ``uniqueItems`` is not enforced; JSON objects with a repeated
+property), after ``null``/booleans that several branches accept outright are
+dropped from all of them (exact: such a value can match no single branch); ``uniqueItems`` is not enforced; JSON objects with a repeated
 *additional* key (which a parser collapses) can slip past
 ``minProperties``. Declared keys can never repeat.
 
 Unsupported keywords (``not``, ``if``, ``dependentRequired``,
 ``dependentSchemas``, ``dependencies``, ``contains``, ``unevaluated*``,
-``$dynamicRef``, non-integer ``multipleOf``, non-local ``$ref``, the
+``$dynamicRef``, non-integer ``multipleOf``, a ``$ref`` to a document not in
+the registry, the
 ``idn-*``/``iri*``/``uri-reference``/``uri-template``/``regex``/
 ``relative-json-pointer`` formats, unsupported regex syntax) raise
 ``GrammarError`` naming the keyword and its JSON pointer

@@ -20,7 +20,7 @@ from ._layout import Layout
 from ._long_strings import MAX_COUNT_RANGE, STRING_CHUNK, counted_string, threaded_string
 from ._merge import Atom, Merged, Unsatisfiable, tighter_hi, tighter_lo, expand, first_choice, merge
 from ._objects import Member, TooManyStates, object_expr
-from ._oneof import disjoint
+from ._oneof import disjoint, exclusive
 from ._pattern import PatternError, pattern_language, search
 from ._prune import prune
 from ._rx import Rx, alt, cc, lit, rep, seq
@@ -39,7 +39,8 @@ ANY_CHAR = cc(cs.ANY)
 
 
 def _rule_base(pointer: str) -> str:
-    if not pointer:
+    """A readable rule name from a location (``uri#pointer`` for another document)."""
+    if not pointer or pointer == "/":
         return "value"
     text = re.sub(r"[^A-Za-z0-9]+", "_", pointer.replace("$defs", "defs")).strip("_")
     return (text[-40:] or "value").lstrip("_") or "value"
@@ -105,7 +106,7 @@ class Builder:
         key = (frozenset(flat), depth)
         name = self.nodes.get(key)
         if name is None:
-            base = _rule_base(flat[0][0] if flat else atoms[0][0] if atoms else "any")
+            base = _rule_base(self.doc.show(flat[0][0]) if flat else "any")
             if not flat:
                 base = "any"
             if self.layout.indent is not None:
@@ -140,14 +141,17 @@ class Builder:
             i, kw, n = choice
             ptr, skip = atoms[i]
             alts: list[ir.Expr] = []
-            branches = []
-            for k in range(n):
-                branch = atoms[:i] + ((ptr, skip | {kw}), (child(ptr, kw, k), frozenset())) + atoms[i + 1:]
+            branches = [atoms[:i] + ((ptr, skip | {kw}), (child(ptr, kw, k), frozenset())) + atoms[i + 1:]
+                        for k in range(n)]
+            if kw == "oneOf":
+                branches = exclusive(self.doc, branches)
+            kept = []
+            for branch in branches:
                 r = self.value_rule(branch, depth)
                 if r is not None:
                     alts.append(ir.Ref(r))
-                    branches.append(branch)
-            if kw == "oneOf" and not disjoint(self.doc, branches):
+                    kept.append(branch)
+            if kw == "oneOf" and not disjoint(self.doc, kept):
                 self.doc.warn(
                     f"'oneOf' at '{child(ptr, kw)}' is treated as 'anyOf' "
                     "(its branches may overlap, so a value matching two of them is accepted)"
@@ -335,7 +339,7 @@ class Builder:
             assert r is not None
             return r
 
-        base = _rule_base(m.where) if m.atoms else "any"
+        base = _rule_base(self.doc.show(m.where)) if m.atoms else "any"
         # T(i): the elements from index i on (each preceded by a comma)
         tail_names: dict[int, str] = {}
 
@@ -395,7 +399,7 @@ class Builder:
                 continue
             props.append(Member(self.layout.key(k), r, k in required))
         regions = self._regions(m, declared, depth)
-        base = _rule_base(m.where) if m.atoms else "any"
+        base = _rule_base(self.doc.show(m.where)) if m.atoms else "any"
         try:
             return object_expr(self, self.fresh(f"{base}_obj"), depth, props, regions, m.min_props, m.max_props)
         except TooManyStates:

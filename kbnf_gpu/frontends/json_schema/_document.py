@@ -98,7 +98,7 @@ class _Source:
 
     uri: str
     contents: Any
-    old_draft: bool  # draft 7 or older: siblings of $ref are ignored, "$id": "#a" is an anchor
+    old_draft: bool  # draft 7 or older: "$id": "#a" is an anchor (and, for the root, $ref siblings are ignored)
     id_keyword: str  # "$id", or "id" before draft 6
     scanned: bool = False
 
@@ -117,6 +117,7 @@ class Document:
         self._cache: dict[str, Any] = {}
         self._bases: dict[str, str] = {}
         self._targets: dict[tuple[str, Any], Optional[str]] = {}
+        self._synthetic: dict[str, str] = {}
         self._add_source(root, "", None)
         self._scan(0, check_nesting=True)
 
@@ -253,6 +254,14 @@ class Document:
                     self._scan(len(self._sources) - 1)
         return self._resources.get(uri)
 
+    def synthetic(self, schema: dict) -> str:
+        """The location of a schema the front end adds itself (one per distinct schema)."""
+        key = json.dumps(schema, sort_keys=True)
+        loc = self._synthetic.get(key)
+        if loc is None:
+            loc = self._synthetic[key] = self._add_source(schema, f"kbnf-gpu:internal/{len(self._synthetic)}", None)
+        return loc
+
     # ---------------------------------------------------------- locations
 
     def resolve(self, location: str) -> Any:
@@ -276,8 +285,9 @@ class Document:
         return node
 
     def old_draft(self, location: str) -> bool:
-        """Draft 7 or older at ``location`` (siblings of ``$ref`` are ignored)."""
-        return self._sources[_split(location)[0]].old_draft
+        """Draft 7 or older: siblings of ``$ref`` are ignored. The root's dialect rules every
+        document, as in ``jsonschema`` (its validator class is the root's)."""
+        return self._sources[0].old_draft
 
     def base_uri(self, location: str) -> str:
         """The base URI at a location: the document's URI changed by every enclosing ``$id``."""
