@@ -36,6 +36,7 @@ from kbnf_gpu.frontends import parse_grammar
 from kbnf_gpu.frontends.json_schema import JsonSchemaWarning, parse_json_schema
 from kbnf_gpu.frontends.json_schema._pattern import PatternError, pattern_language
 from kbnf_gpu.frontends.json_schema._pyre import to_python
+from kbnf_gpu.frontends.json_schema._keys import other_keys
 from kbnf_gpu.frontends.json_schema._strings import CHAR, encode_text, quoted
 from kbnf_gpu.frontends.json_schema.formats import FORMATS, format_language
 from kbnf_gpu.frontends.json_schema.numbers import decimal_range, integer_range, multiple_of_regex
@@ -847,13 +848,40 @@ def test_any_order_is_exact_and_rejects_duplicates() -> None:
 @needs_check
 def test_additional_keys_cannot_spell_declared_keys() -> None:
     """Declared keys are matched in their json.dumps spellings only; no other spelling
-    of a declared key may slip through as an additional key."""
+    of a declared key may slip through as an additional key. Additional keys may
+    not escape printable ASCII needlessly until they leave every declared name
+    (``_keys``): ``"\\u0062"`` is refused beside ``"a"`` alone, ``"b\\u0062"`` is not."""
     chk = Checker({"type": "object", "properties": {"a": {"type": "integer"}, "é": {"type": "integer"}},
                    "additionalProperties": {"type": "string"}})
     assert chk.complete('{"a": 1}') and chk.complete('{"b": "x"}') and chk.complete('{"\\u0062": "x"}')
     assert chk.complete('{"é": 1}') and chk.complete('{"\\u00e9": 1}')
     for bad in ['{"\\u0061": "x"}', '{"a": "x"}', '{"\\u00E9": "x"}', '{"\\u00e9": "x"}', '{"é": "x"}']:
         assert not chk.complete(bad), bad
+    chk = Checker({"type": "object", "properties": {"ab": {"type": "integer"}}, "additionalProperties": {"type": "string"}})
+    for good in ['{"a": "x"}', '{"abc": "x"}', '{"ac\\u0063": "x"}', '{"\\n": "x"}', '{"a\\u00e9": "x"}',
+                 '{"x\\u0061b": "x"}']:
+        assert chk.complete(good), good
+    for bad in ['{"ab": "x"}', '{"\\u0061b": "x"}', '{"a\\u0062": "x"}', '{"\\u0078": "x"}', '{"a\\u0063": "x"}']:
+        assert not chk.complete(bad), bad
+
+
+def test_other_keys_brute_force() -> None:
+    """Every key the additional-key language accepts decodes to an undeclared key; every undeclared
+    key is accepted as json.dumps writes it (both ``ensure_ascii`` settings), over a small alphabet."""
+    rnd = random.Random(3)
+    alphabet = 'ab"\\é\n/'
+    for _ in range(60):
+        names = tuple(sorted({"".join(rnd.choice(alphabet) for _ in range(rnd.randint(0, 3)))
+                              for _ in range(rnd.randint(0, 4))}))
+        r = rx(quoted(other_keys(names)))
+        for _ in range(300):
+            k = "".join(rnd.choice(alphabet) for _ in range(rnd.randint(0, 4)))
+            spelled = "".join(rnd.choice([json.dumps(c)[1:-1], "\\u%04x" % ord(c), "\\u%04X" % ord(c)]) for c in k)
+            for text in (json.dumps(k), json.dumps(k, ensure_ascii=False), f'"{spelled}"'):
+                if r.fullmatch(text):
+                    assert json.loads(text) not in names, (names, text)
+            if k not in names:
+                assert r.fullmatch(json.dumps(k, ensure_ascii=False)) and r.fullmatch(json.dumps(k)), (names, k)
 
 
 @needs_check

@@ -16,6 +16,7 @@ from ...errors import GrammarError
 from . import _charset as cs
 from ._document import Document, child
 from ._fsm import TooLarge, combine
+from ._keys import other_keys
 from ._layout import Layout
 from ._long_strings import MAX_COUNT_RANGE, STRING_CHUNK, counted_string, threaded_string
 from ._merge import Atom, Merged, Unsatisfiable, tighter_hi, tighter_lo, expand, first_choice, merge
@@ -24,7 +25,7 @@ from ._oneof import disjoint, exclusive
 from ._pattern import PatternError, pattern_language, search
 from ._prune import prune
 from ._rx import Rx, alt, cc, lit, rep, seq
-from ._strings import encode, quoted
+from ._strings import encode, quoted, word
 from ._validate import Validator, json_key
 from ._scalars import ANY_NUMBER, BOOLEAN, NULL, format_terminal, integer_terminal
 from .formats import FORMATS, INTEGER_FORMATS, UNSUPPORTED_FORMATS, format_language
@@ -431,6 +432,7 @@ class Builder:
                 self.doc.problem(f"unsupported patternProperties regex {src!r} ({e})", p)
         pats = usable
         words: list[Rx] = []
+        simple = not pats and not names_langs  # keys are "anything but the declared names"
         out: list[Member] = []
         for mask in range(1 << len(pats)):
             atoms: list[Atom] = []
@@ -443,8 +445,13 @@ class Builder:
             value = self.value_rule(tuple(atoms), self.child_depth(depth))
             if value is None:
                 continue
+            if simple:
+                body = other_keys(tuple(sorted(set(declared))))
+                if body is not None:
+                    out.append(Member(self.layout.key_of(quoted(body)), value))
+                    continue
             if declared and not words:
-                words = [_word(k) for k in declared]
+                words = [word(k) for k in declared]
             keep = [under[j] for j in range(len(pats)) if mask >> j & 1] + names_langs
             drop = [over[j] for j in range(len(pats)) if not mask >> j & 1] + words
             try:
@@ -470,7 +477,7 @@ class Builder:
         m = merge(self.doc, flat)
         if m.enums:
             values = [v for v in m.enums[0][0] if isinstance(v, str) and all(self.validator.valid(v, p, s) for p, s in flat)]
-            return alt(*(_word(v) for v in values))
+            return alt(*(word(v) for v in values))
         if "string" not in m.types:
             return None
         try:
@@ -495,10 +502,6 @@ def _safe_search(src: str, key: str) -> bool:
         return search(src, key)
     except PatternError:
         return False  # reported where the pattern's key region is built
-
-
-def _word(s: str) -> Rx:
-    return seq(*(cc(cs.single(ord(c))) for c in s))
 
 
 def _lcm(a: int, b: int) -> int:
