@@ -60,11 +60,11 @@ Approximate, but sound (every accepted text is valid):
   integers and ``byte`` is base64 (``jsonschema`` checks neither);
 * ``enum``/``const`` values and declared keys are written as ``json.dumps``
   writes them (with ``ensure_ascii`` on or off); other escapings of the same
-  text are rejected;
+  text are rejected; numbers in their ``json.dumps`` form;
 * a key outside the declared names (``additionalProperties``) may not escape
   a printable ASCII character needlessly (``\\u0061``, ``\\/``) before it
   leaves every declared name: its automaton stays the size of the names' trie
-  (``_keys``); numbers in their ``json.dumps`` form;
+  (``_keys``);
 * ``type: integer`` is plain integers (no ``1.0``, no ``-0``); number bounds
   are exact in plain decimal notation, exponents only where they provably stay
   in range (``numbers``); a number with an integer ``multipleOf`` is written
