@@ -29,7 +29,9 @@ killed and replaced. Per (engine, schema):
 * per token: accept the token, then compute the next bitmask, in µs (p50/p99
   over all tokens of all instances), along instances sampled from the schema:
   random texts of our grammar for the schema (``sample_texts``, compact
-  layout, then re-spaced like ``json.dumps``: ``", "`` and ``": "``), each
+  layout, strings without backslash escapes where a character can be written
+  raw, as models mostly write them and as llguidance's defaults require; then
+  re-spaced like ``json.dumps``: ``", "`` and ``": "``), each
   validated by ``jsonschema`` (Draft 2020-12, the same registry, format
   checking on) and tokenized by the Llama-3 tokenizer. Before each token the
   engine's current mask must allow it, and at the end it must allow EOS; a
@@ -206,7 +208,7 @@ def instances(schema: Any, registry: dict[str, Any], n: int, seed: int) -> tuple
     good: list[str] = []
     invalid = 0
     for depth in (6, 4, 2, 1, 0):
-        for text in sample_texts(grammar, 4 * n, seed=seed, max_depth=depth):
+        for text in sample_texts(grammar, 4 * n, seed=seed, max_depth=depth, escapes=False):
             if len(good) >= n:
                 return good, invalid
             if not check.is_valid(json.loads(text)):
@@ -249,7 +251,7 @@ class Ours:
 
     name = "kbnf_gpu"
 
-    def __init__(self, registry: dict[str, Any], stage: str = "compile") -> None:
+    def __init__(self, registry: dict[str, Any], stage: str = "compile", vocab: Any = None) -> None:
         import torch
 
         from kbnf_gpu import Matcher, Vocabulary, compile_grammar
@@ -265,7 +267,7 @@ class Ours:
         self._compile, self._matcher = compile_grammar, Matcher
         self.eos = _eos_ids()
         if stage == "compile":
-            self.vocab = Vocabulary.from_name("llama3")
+            self.vocab = vocab or Vocabulary.from_name("llama3")
             as_trie(self.vocab)  # vocabulary preprocessing = the peers' tokenizer objects (excluded)
             steppable_token_bytes(self.vocab)
         self.bitmask = torch.zeros((1, (V + 31) // 32), dtype=torch.int32)

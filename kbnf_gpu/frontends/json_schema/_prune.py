@@ -84,22 +84,30 @@ def _requirements(body: ir.Expr) -> list[frozenset[str]]:
     The bodies the builder makes nest a choice inside a sequence only where a
     choice of terminals or of a few rules sits, so the product stays tiny.
     """
-    if isinstance(body, ir.Terminal):
-        return [frozenset()]
-    if isinstance(body, ir.Ref):
+    kind = type(body)
+    if kind is ir.Terminal:
+        return [_NOTHING]
+    if kind is ir.Ref:
         return [frozenset((body.name,))]
-    if isinstance(body, ir.Choice):
+    if kind is ir.Choice:
         return [need for alt in body.alternatives for need in _requirements(alt)]
-    if isinstance(body, ir.Repetition):
-        return [frozenset()] if body.min == 0 else _requirements(body.item)
-    if isinstance(body, ir.Sequence):
-        out = [frozenset()]
+    if kind is ir.Repetition:
+        return [_NOTHING] if body.min == 0 else _requirements(body.item)
+    if kind is ir.Sequence:
+        out = [_NOTHING]
+        names: list[str] = []
         for item in body.items:
-            if isinstance(item, ir.Terminal):
+            if type(item) is ir.Terminal:
+                continue
+            if type(item) is ir.Ref:
+                names.append(item.name)
                 continue
             out = list({a | b for a in out for b in _requirements(item)})
-        return out
+        return [need | frozenset(names) for need in out] if names else out
     raise TypeError(type(body))
+
+
+_NOTHING: frozenset[str] = frozenset()
 
 
 def _refs(body: ir.Expr) -> set[str]:

@@ -20,8 +20,11 @@ from ... import ir
 _INF = 10**9
 
 
-def sample_texts(grammar: ir.Grammar, n: int, seed: int = 0, max_depth: int = 6) -> list[str]:
-    """``n`` random sentences of ``grammar`` (see the module docstring)."""
+def sample_texts(grammar: ir.Grammar, n: int, seed: int = 0, max_depth: int = 6,
+                 escapes: bool = True) -> list[str]:
+    """``n`` random sentences of ``grammar`` (see the module docstring); ``escapes=False``
+    avoids the alternatives that write a character as a backslash escape where another
+    way is left (strings as a model usually writes them)."""
     rules = {r.name: r.body for r in grammar.rules}
     h = _heights(rules)
 
@@ -36,7 +39,7 @@ def sample_texts(grammar: ir.Grammar, n: int, seed: int = 0, max_depth: int = 6)
         while stack:
             e, d = stack.pop()
             if isinstance(e, ir.Terminal):
-                _sample_regex(e.expr, rnd, out)
+                _sample_regex(e.expr, rnd, out, escapes)
             elif isinstance(e, ir.Ref):
                 stack.append((rules[e.name], d + 1))
             elif isinstance(e, ir.Sequence):
@@ -79,7 +82,14 @@ def _heights(rules: dict[str, Any]) -> dict[str, int]:
     return h
 
 
-def _sample_regex(e: Any, rnd: random.Random, out: list[str]) -> None:
+def _escape(x: Any) -> bool:
+    """Does the regex start with a backslash (a JSON escape)?"""
+    while isinstance(x, ir.Concat) and x.parts:
+        x = x.parts[0]
+    return isinstance(x, ir.Literal) and x.value.startswith(b"\\")
+
+
+def _sample_regex(e: Any, rnd: random.Random, out: list[str], escapes: bool = True) -> None:
     stack = [e]
     while stack:
         x = stack.pop()
@@ -92,7 +102,8 @@ def _sample_regex(e: Any, rnd: random.Random, out: list[str]) -> None:
         elif isinstance(x, ir.Concat):
             stack.extend(reversed(x.parts))
         elif isinstance(x, ir.Alternation):
-            stack.append(rnd.choice(x.options))
+            options = x.options if escapes else [o for o in x.options if not _escape(o)] or x.options
+            stack.append(rnd.choice(options))
         elif isinstance(x, ir.Repeat):
             hi = x.min + 3 if x.max is None else min(x.max, x.min + 3)
             if x.max is not None and rnd.random() < 0.1:
