@@ -193,6 +193,50 @@ def test_grammar_shape_and_terminal_reuse() -> None:
     assert parse_grammar('{"type": "integer"}', "json_schema") == parse_json_schema({"type": "integer"})
 
 
+def _terminals(g: ir.Grammar) -> list[ir.Terminal]:
+    out: list[ir.Terminal] = []
+    stack: list[Any] = [r.body for r in g.rules]
+    while stack:
+        e = stack.pop()
+        if isinstance(e, ir.Terminal):
+            out.append(e)
+        else:
+            stack.extend(ir.children(e))
+    return out
+
+
+def test_terminals_are_shared_across_schemas() -> None:
+    """The pieces every schema uses are the same ``ir.Terminal`` objects in every grammar of the process
+    (so the DFA and token-row caches hit): strings, numbers, literals, punctuation, keys, counted strings."""
+    one = parse_json_schema({"type": "object", "properties": {"name": {"type": "string"}, "n": {"type": "integer"},
+                                                              "code": {"type": "string", "minLength": 4, "maxLength": 30}}})
+    two = parse_json_schema({"type": "array", "items": {"type": "object", "properties": {
+        "name": {"type": ["string", "null"]}, "id": {"type": "string", "minLength": 57, "maxLength": 57},
+        "ok": {"type": "boolean"}, "n": {"type": "integer"}}}})
+    firsts: dict[Any, ir.Terminal] = {}
+    shared = 0
+    for t in _terminals(one) + _terminals(two):
+        if t in firsts:
+            assert t is firsts[t], t.name  # equal languages are one object
+            shared += 1
+        firsts.setdefault(t, t)
+    names = {t.name for t in firsts}
+    assert {"string", "integer", "key", "colon", "comma", "lbrace", "rbrace", "string_chunk", "string_tail"} <= names
+    keys = [t for t in firsts if t.name == "key"]
+    assert ir.Terminal(ir.Literal(b'"name"')) in keys  # a declared key is a literal terminal of its own
+    assert shared >= 8
+    # counted strings never make a terminal longer than one chunk, whatever the bounds
+    from kbnf_gpu.frontends.json_schema._long_strings import STRING_CHUNK
+
+    for lo, hi in ((4, 30), (57, 57), (0, 5000), (100, None), (3, 3)):
+        g = parse_json_schema({"type": "string", "minLength": lo, **({"maxLength": hi} if hi is not None else {})})
+        for t in _terminals(g):
+            if isinstance(t.expr, ir.Repeat) or (isinstance(t.expr, ir.Concat) and any(
+                    isinstance(p, ir.Repeat) and p.item == CHAR for p in t.expr.parts)):
+                reps = [p for p in ([t.expr] if isinstance(t.expr, ir.Repeat) else t.expr.parts) if isinstance(p, ir.Repeat)]
+                assert all(r.min <= STRING_CHUNK and (r.max is None or r.max <= STRING_CHUNK) for r in reps), (lo, hi)
+
+
 def test_whitespace_modes_ir() -> None:
     def terminal_text(g: ir.Grammar) -> set[int]:
         cps: set[int] = set()

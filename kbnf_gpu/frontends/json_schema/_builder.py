@@ -12,11 +12,11 @@ from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
 from typing import Any, Optional
 
 from ... import ir
+from ...budget import current_budget
 from ...errors import GrammarError
 from . import _charset as cs
 from ._document import Document, child
 from ._fsm import TooLarge, combine
-from ._keys import other_keys
 from ._layout import Layout
 from ._long_strings import MAX_COUNT_RANGE, STRING_CHUNK, counted_string, threaded_string
 from ._merge import Atom, Merged, Unsatisfiable, tighter_hi, tighter_lo, expand, first_choice, merge
@@ -123,8 +123,10 @@ class Builder:
     # -------------------------------------------------------------- build
 
     def build(self) -> ir.Grammar:
+        budget = current_budget()
         root = self.value_rule((("", frozenset()),), 0)
         while self.queue:
+            budget.tick("building the JSON Schema grammar")
             name, atoms, depth = self.queue.popleft()
             self.add_rule(name, self._body(name, atoms, depth))
         if root is None:
@@ -446,10 +448,8 @@ class Builder:
             if value is None:
                 continue
             if simple:
-                body = other_keys(tuple(sorted(set(declared))))
-                if body is not None:
-                    out.append(Member(self.layout.key_of(quoted(body)), value))
-                    continue
+                out.append(Member(self.layout.other_key(tuple(sorted(set(declared)))), value))
+                continue
             if declared and not words:
                 words = [word(k) for k in declared]
             keep = [under[j] for j in range(len(pats)) if mask >> j & 1] + names_langs

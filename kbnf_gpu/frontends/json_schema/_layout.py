@@ -77,6 +77,10 @@ class Layout:
         """The terminals of a declared key and the colon after it (see the module docstring)."""
         return _key(self.options, name)
 
+    def other_key(self, names: tuple[str, ...]) -> Optional[tuple[ir.Terminal, ...]]:
+        """Key terminals for every key outside the sorted ``names`` (see ``_keys``)."""
+        return _other_key(self.options, names)
+
     def key_of(self, body: Rx) -> tuple[ir.Expr, ...]:
         """Key terminals for a quoted key language ``body`` (additional members)."""
         if self.flexible:
@@ -186,3 +190,15 @@ def _key(options: tuple[bool, int, Optional[int]], name: str) -> tuple[ir.Termin
     if layout.flexible:
         return ir.Terminal(quoted_name, name="key"), _punct(options, ":", 0)
     return (ir.Terminal(seq(quoted_name, layout.colon()), name="key"),)
+
+
+@lru_cache(maxsize=1024)
+def _other_key(options: tuple[bool, int, Optional[int]], names: tuple[str, ...]) -> tuple[ir.Terminal, ...]:
+    from ._keys import other_keys
+    from ._scalars import STRING
+    from ._strings import quoted
+
+    layout = Layout("flexible" if options[0] else "compact", options[1], options[2])
+    if not names and layout.flexible:
+        return STRING, _punct(options, ":", 0)  # every string: the very terminal of string values
+    return layout.key_of(STRING.expr if not names else quoted(other_keys(names)))  # type: ignore[return-value]
