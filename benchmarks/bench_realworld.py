@@ -28,7 +28,8 @@ killed and replaced. Per (engine, schema):
   both compiled);
 * per token: accept the token, then compute the next bitmask, in µs (p50/p99
   over all tokens of all instances), along instances sampled from the schema:
-  random texts of our grammar for the schema (``sample_texts``, compact
+  the largest of ``8n`` random texts of our grammar for the schema that stay
+  under ``MAX_INSTANCE_TOKENS`` tokens (``sample_texts``, compact
   layout, strings without backslash escapes where a character can be written
   raw, as models mostly write them and as llguidance's defaults require; then
   re-spaced like ``json.dumps``: ``", "`` and ``": "``), each
@@ -205,19 +206,21 @@ def instances(schema: Any, registry: dict[str, Any], n: int, seed: int) -> tuple
         grammar = parse_json_schema(schema, whitespace="compact", registry=registry, strict=False)
     check = make_validator(schema, registry)
     tokenizer = _tokenizer()
-    good: list[str] = []
+    fits: list[tuple[int, str]] = []
     invalid = 0
     for depth in (6, 4, 2, 1, 0):
-        for text in sample_texts(grammar, 4 * n, seed=seed, max_depth=depth, escapes=False):
-            if len(good) >= n:
-                return good, invalid
+        for text in sample_texts(grammar, 8 * n, seed=seed, max_depth=depth, escapes=False):
             if not check.is_valid(json.loads(text)):
                 invalid += 1
                 continue
             text = respace(text)
-            if len(tokenizer.encode(text, add_special_tokens=False).ids) <= MAX_INSTANCE_TOKENS:
-                good.append(text)
-    return good, invalid
+            size = len(tokenizer.encode(text, add_special_tokens=False).ids)
+            if size <= MAX_INSTANCE_TOKENS:
+                fits.append((size, text))
+        if len(fits) >= n:
+            break
+    fits.sort(key=lambda f: -f[0])  # the largest that fit: a document, not "{}"
+    return [text for _, text in fits[:n]], invalid
 
 
 _TOKENIZER: list = []
