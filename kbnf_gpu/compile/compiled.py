@@ -48,6 +48,8 @@ def _frozen(array: np.ndarray) -> np.ndarray:
 
 def grammar_hash(source: Any, syntax: str, start: str | None, options: dict) -> str:
     text = source if isinstance(source, str) else json.dumps(source, sort_keys=True)
+    if options.get("registry") is not None:  # a JSON Schema registry: its URIs (its documents can be megabytes)
+        options = {**options, "registry": sorted(map(str, options["registry"]))}
     blob = json.dumps([text, syntax, start, sorted(options.items(), key=str)], default=str)
     return hashlib.sha256(blob.encode()).hexdigest()
 
