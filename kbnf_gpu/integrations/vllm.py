@@ -36,7 +36,7 @@ from collections import OrderedDict
 from concurrent.futures import Future
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 import torch
 from vllm.v1.sample.logits_processor import BatchUpdate, LogitsProcessor, MoveDirectionality
@@ -47,6 +47,7 @@ from ..errors import OptionError, TokenRejected
 from ..runtime.matcher import Matcher
 from ..vocab import Vocabulary
 from .cache import CompileCache
+from .masking import allow_only
 from .spec import REQUEST_KEY, GrammarSpec
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -270,17 +271,6 @@ class GrammarLogitsProcessor(LogitsProcessor):
         if matchers:
             mask_batch(logits, matchers, rows)
         if forced_rows:
-            _allow_only(logits, forced_rows, forced_ids)
+            allow_only(logits, forced_rows, forced_ids)
         return logits
 
-
-def _allow_only(logits: torch.Tensor, rows: Sequence[int], ids: Sequence[tuple[int, ...]]) -> None:
-    """Rows ``rows[k]`` keep only the logits of ``ids[k]``; every other column becomes ``-inf``."""
-    flat_rows = [r for r, allowed in zip(rows, ids) for _ in allowed]
-    flat_cols = [c for allowed in ids for c in allowed]
-    device = logits.device
-    index_rows = torch.tensor(flat_rows, dtype=torch.long).to(device, non_blocking=True)
-    index_cols = torch.tensor(flat_cols, dtype=torch.long).to(device, non_blocking=True)
-    kept = logits[index_rows, index_cols]
-    logits[torch.tensor(list(rows), dtype=torch.long).to(device, non_blocking=True)] = float("-inf")
-    logits[index_rows, index_cols] = kept
