@@ -352,3 +352,72 @@ def test_bad_server_settings_fail_at_start(model_dir):
         GrammarLogitsProcessor(make_config(model_dir, pending="sometimes"), torch.device("cpu"), False)
     with pytest.raises(ValueError, match="unknown setting"):
         GrammarLogitsProcessor(make_config(model_dir, cache=3), torch.device("cpu"), False)
+
+
+# ---------------------------------------------------------------- Model Runner V2 (vLLM's default on CUDA)
+
+
+def test_model_runner_v2_reordered_rows_recycled_slots(processor_factory, model_dir):
+    from vllm.v1.worker.gpu.sample.logits_processor import LogitsContext, LogitsProcRequestState
+
+    proc = processor_factory()
+    max_reqs, max_len = 4, 96
+    all_token_ids = torch.zeros(max_reqs, max_len, dtype=torch.int32)
+    prompt_len = np.zeros(max_reqs, dtype=np.int32)
+    total_len = np.zeros(max_reqs, dtype=np.int32)
+    state = LogitsProcRequestState(device=torch.device("cpu"), max_num_reqs=max_reqs, vocab_size=proc.vocab.size + PAD,
+                                   all_token_ids=SimpleNamespace(gpu=all_token_ids),
+                                   prompt_len=SimpleNamespace(np=prompt_len), prefill_len=SimpleNamespace(np=prompt_len),
+                                   total_len=SimpleNamespace(gpu=torch.from_numpy(total_len)))
+    v2 = GrammarLogitsProcessor(make_config(model_dir), state)
+    assert v2.req_states is state
+    refs: dict[int, Matcher | None] = {}
+    rng = np.random.default_rng(9)
+
+    def admit(slot: int, spec, prompt: int) -> None:
+        sampling = params(spec)
+        assert v2.add_request(slot, sampling) is (spec is not None)
+        prompt_len[slot] = total_len[slot] = prompt
+        all_token_ids[slot, :prompt] = torch.arange(prompt)  # prompt tokens: never given to the matcher
+        refs[slot] = None if spec is None else Matcher(v2.cache.result(request_spec(sampling)))
+
+    def step(order: list[int]) -> None:
+        ctx = LogitsContext(expanded_idx_mapping=torch.tensor(order), idx_mapping=torch.tensor(order),
+                            idx_mapping_np=np.array(order), expanded_local_pos=torch.zeros(len(order)),
+                            input_ids=torch.zeros(len(order)), pos=torch.zeros(len(order)),
+                            seq_lens_upper_bound_np=total_len[order].copy())
+        logits = torch.randn(len(order), proc.vocab.size + PAD)
+        original = logits.clone()
+        v2.apply(logits, ctx)
+        for row, slot in enumerate(order):
+            ref = refs[slot]
+            if ref is None or ref.is_finished():
+                assert torch.equal(logits[row], original[row])
+                token = int(rng.integers(proc.vocab.size))
+            else:
+                np.testing.assert_array_equal(allowed_columns(logits[row]), ref.allowed_token_ids())
+                token = int(rng.choice(ref.allowed_token_ids()))
+                ref.accept_token(token)
+            all_token_ids[slot, total_len[slot]] = token  # the sampler's write, read back next step
+            total_len[slot] += 1
+
+    admit(2, {"regex": REGEX}, 5)
+    admit(0, None, 3)
+    admit(1, {"json_schema": SCHEMA}, 7)
+    for order in ([2, 0, 1], [1, 2, 0], [0, 1, 2], [2, 1, 0]):
+        step(order)
+    admit(2, {"grammar": GBNF, "syntax": "gbnf"}, 2)  # the slot is recycled for a new request
+    for order in ([2, 0, 1], [1, 2]):
+        step(order)
+
+
+def test_model_runner_v2_loader_and_validator_accept_the_class():
+    from vllm.v1.worker.gpu.sample.logits_processor import build_custom_logits_processors_params_validator
+    from vllm.v1.worker.gpu.sample.logits_processor.loader import _load_v2_logitsprocs_by_fqcns
+
+    target = "kbnf_gpu.integrations.vllm:GrammarLogitsProcessor"
+    assert _load_v2_logitsprocs_by_fqcns([target]) == [GrammarLogitsProcessor]
+    validate = build_custom_logits_processors_params_validator([target])
+    validate(params({"regex": "[0-9]+"}))
+    with pytest.raises(VLLMValidationError, match="column"):
+        validate(params({"grammar": "start ::= ;;", "syntax": "kbnf"}))

@@ -1,4 +1,10 @@
-"""vLLM: ``GrammarLogitsProcessor``, a V1 custom logits processor (``vllm.v1.sample.logits_processor``).
+"""vLLM: ``GrammarLogitsProcessor``, a custom logits processor for both vLLM model runners.
+
+It implements the V1 interface (``vllm.v1.sample.logits_processor``) and Model
+Runner V2's (``vllm.v1.worker.gpu.sample.logits_processor``, the default of
+vLLM 0.33 on CUDA), whose loader refuses V1-only classes registered under the
+shared entry point — a V1-only plugin would stop every vLLM server on that
+machine from starting.
 
 Load it with ``vllm serve MODEL --logits-processors kbnf_gpu.integrations.vllm:GrammarLogitsProcessor``
 (or through the ``vllm.logits_processors`` entry point this package declares). A
@@ -40,6 +46,8 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 from vllm.v1.sample.logits_processor import BatchUpdate, LogitsProcessor, MoveDirectionality
+from vllm.v1.worker.gpu.sample.logits_processor import LogitsContext, LogitsProcRequestState
+from vllm.v1.worker.gpu.sample.logits_processor import LogitsProcessor as V2LogitsProcessor
 
 from ..batch import mask_batch
 from ..config import CompileConfig
@@ -197,8 +205,14 @@ class _Request:
         return matcher
 
 
-class GrammarLogitsProcessor(LogitsProcessor):
-    """Grammar-constrained decoding for the requests that carry ``extra_args["kbnf_gpu"]``."""
+class GrammarLogitsProcessor(LogitsProcessor, V2LogitsProcessor):
+    """Grammar-constrained decoding for the requests that carry ``extra_args["kbnf_gpu"]``.
+
+    One class for both of vLLM's model runners (one entry point must load under
+    either): the V1 interface (``__init__(vllm_config, device, is_pin_memory)``,
+    ``update_state``, ``apply(logits)``) and Model Runner V2's
+    (``__init__(vllm_config, req_states)``, ``add_request``, ``apply(logits, ctx)``).
+    """
 
     @classmethod
     def validate_params(cls, sampling_params: "SamplingParams") -> None:
@@ -207,17 +221,24 @@ class GrammarLogitsProcessor(LogitsProcessor):
         if spec is not None:
             _VALIDATED.check(spec)
 
-    def __init__(self, vllm_config: "VllmConfig", device: torch.device, is_pin_memory: bool) -> None:
+    def __init__(self, vllm_config: "VllmConfig", device_or_req_states: Any, is_pin_memory: bool = False) -> None:
         self.settings = Settings.from_vllm_config(vllm_config)
         self.vocab = vocabulary_for(vllm_config)
-        self.device = torch.device(device)
+        self.req_states: LogitsProcRequestState | None = None
+        if isinstance(device_or_req_states, LogitsProcRequestState):  # Model Runner V2
+            self.req_states = device_or_req_states
+            device_or_req_states = device_or_req_states.device
+        self.device = torch.device(device_or_req_states)
+        self.speculative = getattr(vllm_config, "speculative_config", None) is not None
         self.cache = CompileCache(self.vocab, self.settings.compile_config, capacity=self.settings.cache_size,
                                   workers=self.settings.compile_threads)
-        self.requests: dict[int, _Request] = {}
+        self.requests: dict[int, _Request] = {}  # V1: batch index; V2: request slot
 
     def is_argmax_invariant(self) -> bool:
         """Masking changes the argmax."""
         return False
+
+    # ------------------------------------------------------------ V1
 
     def update_state(self, batch_update: BatchUpdate | None) -> None:
         """Apply the batch's changes in vLLM's order: removed, added, moved."""
@@ -226,11 +247,7 @@ class GrammarLogitsProcessor(LogitsProcessor):
         for index in batch_update.removed:
             self.requests.pop(index, None)
         for index, params, _prompt_ids, output_ids in batch_update.added:
-            spec = request_spec(params)
-            if spec is None:
-                self.requests.pop(index, None)
-            else:
-                self.requests[index] = self._new_request(spec, params, output_ids)
+            self._add(index, params, output_ids)
         for a, b, direction in batch_update.moved:
             moved_a = self.requests.pop(a, None)
             moved_b = self.requests.pop(b, None)
@@ -239,38 +256,79 @@ class GrammarLogitsProcessor(LogitsProcessor):
             if moved_b is not None and direction == MoveDirectionality.SWAP:
                 self.requests[a] = moved_b
 
-    def _new_request(self, spec: GrammarSpec, params: "SamplingParams", output_ids: list[int]) -> _Request:
+    # ------------------------------------------------------------ V2
+
+    def add_request(self, req_idx: int, sampling_params: "SamplingParams") -> bool:
+        """Model Runner V2: (re)initialize slot ``req_idx``; its output tokens are read from ``req_states``."""
+        return self._add(req_idx, sampling_params, [])
+
+    def _v2_rows(self, ctx: LogitsContext) -> list[tuple[int, _Request]]:
+        """(logits row, request) of this step, after copying each request's new output tokens to the host."""
+        slots = ctx.idx_mapping_np.tolist()
+        if self.speculative:  # one row per draft token: unsupported, so constrained requests end
+            for slot in slots:
+                request = self.requests.get(slot)
+                if request is not None and request.forced is None:
+                    logger.error("kbnf_gpu: speculative decoding is not supported, ending the request")
+                    request.forced = request.stop_ids
+        rows: list[tuple[int, _Request]] = []
+        fetch_slots: list[int] = []
+        fetch_positions: list[int] = []
+        for row, slot in enumerate(slots):
+            request = self.requests.get(slot)
+            if request is None:
+                continue
+            rows.append((row, request))
+            start = int(self.req_states.prompt_len.np[slot]) + len(request.output)
+            for position in range(start, int(ctx.seq_lens_upper_bound_np[row])):
+                fetch_slots.append(slot)
+                fetch_positions.append(position)
+        if fetch_slots:
+            tokens = self.req_states.all_token_ids.gpu
+            index = (torch.tensor(fetch_slots).to(tokens.device), torch.tensor(fetch_positions).to(tokens.device))
+            for slot, token in zip(fetch_slots, tokens[index].tolist()):
+                self.requests[slot].output.append(token)
+        return rows
+
+    # ------------------------------------------------------------ both
+
+    def _add(self, index: int, params: "SamplingParams", output_ids: list[int]) -> bool:
+        spec = request_spec(params)
+        if spec is None:
+            self.requests.pop(index, None)
+            return False
         stop = set(self.vocab.eos_ids) | set(params.all_stop_token_ids or ())
         filler = self._filler(stop) if params.skip_special_tokens else None
-        return _Request(self.cache.submit(spec), output_ids, filler, self.settings.pending == "wait",
-                        tuple(sorted(t for t in stop if 0 <= t < self.vocab.size)))
+        self.requests[index] = _Request(self.cache.submit(spec), output_ids, filler, self.settings.pending == "wait",
+                                        tuple(sorted(t for t in stop if 0 <= t < self.vocab.size)))
+        return True
 
     def _filler(self, stop_ids: set[int]) -> int | None:
         if self.settings.filler_token is not None:
             return self.settings.filler_token
         return next((t for t in sorted(self.vocab.special_ids) if t not in stop_ids), None)
 
-    def apply(self, logits: torch.Tensor) -> torch.Tensor:
+    def apply(self, logits: torch.Tensor, ctx: LogitsContext | None = None) -> torch.Tensor:
         """Mask every constrained row: one ``mask_batch`` launch, plus one small op for rows in a forced state."""
         if not self.requests:
             return logits
+        rows = self.requests.items() if ctx is None else self._v2_rows(ctx)
         matchers: list[Matcher] = []
-        rows: list[int] = []
+        indices: list[int] = []
         forced_rows: list[int] = []
         forced_ids: list[tuple[int, ...]] = []
-        for index, request in self.requests.items():
+        for index, request in rows:
             if index >= logits.shape[0]:
                 continue
             constraint = request.step()
             if isinstance(constraint, Matcher):
                 matchers.append(constraint)
-                rows.append(index)
+                indices.append(index)
             elif constraint is not None:
                 forced_rows.append(index)
                 forced_ids.append(constraint)
         if matchers:
-            mask_batch(logits, matchers, rows)
+            mask_batch(logits, matchers, indices)
         if forced_rows:
             allow_only(logits, forced_rows, forced_ids)
         return logits
-
