@@ -219,3 +219,14 @@ def test_copy_is_independent(backend, vocab):
     assert twin.num_processed_tokens == 0 and twin.allowed_token_ids() != grammar.allowed_token_ids()
     with pytest.raises(ValueError, match="cannot roll back"):
         twin.rollback(1)
+
+
+def test_readme_backend_snippet_runs(capsys):
+    from pathlib import Path
+    import re
+
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    code = re.search(r"### A structured-output backend.*?```python\n(.*?)```", text, re.S).group(1)
+    exec(compile(code, "README backend snippet", "exec"), {})
+    first, second = capsys.readouterr().out.splitlines()
+    assert first.endswith("True False") and "JumpForward(data=b'" in second

@@ -124,6 +124,9 @@ class Batch:
         original = logits.clone()
         assert self.proc.apply(logits) is logits
         for index, slot in self.slots.items():
+            if slot.pending and allowed_columns(logits[index]).tolist() != [self.filler]:
+                slot.pending = False  # its compile finished (in the worker thread) before this step
+                slot.ref = Matcher(self.proc.cache.result(request_spec(slot.params)))
             want = self.expected(slot)
             row = logits[index]
             if want is None:
@@ -352,6 +355,25 @@ def test_bad_server_settings_fail_at_start(model_dir):
         GrammarLogitsProcessor(make_config(model_dir, pending="sometimes"), torch.device("cpu"), False)
     with pytest.raises(ValueError, match="unknown setting"):
         GrammarLogitsProcessor(make_config(model_dir, cache=3), torch.device("cpu"), False)
+
+
+def test_compiles_run_in_a_worker_thread_while_other_rows_are_masked(processor_factory):
+    proc = processor_factory()
+    batch = Batch(proc, seed=10)
+    batch.filler = proc._filler(set(proc.vocab.eos_ids))
+    batch.add(0, params({"regex": REGEX}))
+    schema = dict(SCHEMA, properties=dict(SCHEMA["properties"], extra={"type": "number"}))
+    fresh = batch.add(1, params({"json_schema": schema}), ready=False)  # not compiled yet: in the worker
+    for _ in range(40):
+        batch.step()
+        if not fresh.pending:
+            break
+    else:
+        pytest.fail("the compile never finished")
+    for _ in range(3):
+        batch.step()
+    assert fresh.output[0] == batch.filler, "a 100 ms compile cannot finish between update_state and apply"
+    assert fresh.ref.num_tokens >= 3
 
 
 # ---------------------------------------------------------------- Model Runner V2 (vLLM's default on CUDA)
