@@ -711,3 +711,41 @@ def test_bench_script_runs_on_cpu(tmp_path):
     assert r.returncode == 0, r.stderr[-4000:]
     data = json.loads((tmp_path / "b.json").read_text())
     assert {row["batch"] for row in data["results"]} == {1, 4}
+
+
+# ------------------------------------------------- mask_batch: indices checked on the host
+
+
+@pytest.fixture(scope="module")
+def tiny_json():
+    from kbnf_gpu import Vocabulary, compile_grammar
+    from kbnf_gpu.grammars import JSON_KBNF
+
+    tokens = {i: bytes([i]) for i in range(256)}
+    tokens.update({256: b'{"', 257: b'":', 258: b"true", 259: b"</s>"})
+    vocab = Vocabulary(tokens, special_ids=[259], eos_ids=[259], size=264)
+    return compile_grammar(JSON_KBNF, vocab, syntax="kbnf", end_mode="eos")
+
+
+@pytest.mark.parametrize("backend", [None, "torch", "triton"])
+def test_mask_batch_checks_indices_on_the_host(tiny_json, backend):
+    from kbnf_gpu import Matcher
+    from kbnf_gpu.batch import fill_bitmask_batch, mask_batch
+
+    matchers = [Matcher(tiny_json), None, Matcher(tiny_json)]
+    matchers[2].accept_bytes(b'{"a')
+    for bad, message in (([0, 1, -1], r"indices\[2\] = -1 is outside \[0, 4\)"),
+                         ([0, 4, 1], r"indices\[1\] = 4 is outside"),
+                         ([3, 1, 3], r"indices\[0\] and indices\[2\] are both 3")):
+        logits = torch.zeros(4, 264)
+        with pytest.raises(KernelInputError, match=message):
+            mask_batch(logits, matchers, bad, backend=backend)
+        assert torch.equal(logits, torch.zeros(4, 264))
+        with pytest.raises(KernelInputError, match=message):
+            fill_bitmask_batch(torch.zeros(4, 9, dtype=torch.int32), matchers, bad,
+                               backend=backend if backend else "torch")
+    logits = torch.zeros(4, 264)
+    mask_batch(logits, matchers, [3, 0, 1], backend=backend)
+    assert set(torch.nonzero(logits[3] == 0).flatten().tolist()) == set(matchers[0].allowed_token_ids().tolist())
+    assert set(torch.nonzero(logits[1] == 0).flatten().tolist()) == set(matchers[2].allowed_token_ids().tolist())
+    assert torch.equal(logits[0], torch.zeros(264)) and torch.equal(logits[2], torch.zeros(264))

@@ -242,6 +242,22 @@ def target_checks(
     return out
 
 
+def check_indices(indices, num_targets: int, target: str = "logits") -> None:
+    """Host-side check of a batch's target rows (a sequence or tensor): in ``[0, num_targets)`` and distinct.
+
+    For callers that hold the indices on the host anyway (``mask_batch``): the launch then needs no check.
+    """
+    if isinstance(indices, torch.Tensor):
+        idx = indices.detach().cpu()
+    else:
+        try:
+            idx = torch.as_tensor(list(indices), dtype=torch.int64)
+        except (TypeError, ValueError, RuntimeError, OverflowError) as e:
+            raise KernelInputError(f"indices must be integers, got {type(indices).__name__}: {e}") from None
+    idx = int_vector("indices", idx, torch.device("cpu"))
+    raise_first(target_checks(idx, None, num_targets, target, distinct=True))
+
+
 def raise_first(pending: Sequence[Pending]) -> None:
     """Raise ``KernelInputError`` for the first violated check; all flags cross to the host in one transfer."""
     if not pending:
