@@ -167,8 +167,10 @@ def pack(V: int, sets: list[set[int]], row_lists: list[list[int]], extra_lists: 
 
 
 def random_batch(rng: np.random.Generator, V: int, n: int, R: int, *, use_indices: bool, use_skip: bool,
-                 spare_rows: int = 2, extra_cols: int = 0) -> Batch:
-    """A valid random batch: rows of mixed densities (bits past V set too), 0-4 rows and 0-6 extras each."""
+                 spare_rows: int = 2, extra_cols: int = 0, extras: tuple[int, int] = (0, 7),
+                 sort_extras: bool = False) -> Batch:
+    """A valid random batch: rows of mixed densities (bits past V set too), 0-4 rows and ``extras`` (lo, hi)
+    extra ids each (sorted and distinct, as matchers give them, if ``sort_extras``)."""
     W = -(-V // 32)
     sets = []
     for _ in range(R):
@@ -181,9 +183,9 @@ def random_batch(rng: np.random.Generator, V: int, n: int, R: int, *, use_indice
         if rl and rng.random() < 0.3:
             rl.append(rl[0])  # a repeated row id
         row_lists.append(rl)
-        k = int(rng.integers(0, 7))
-        extra_lists.append([int(edge[i]) if rng.random() < 0.5 else int(rng.integers(0, V))
-                            for i in rng.integers(0, len(edge), k)])
+        k = int(rng.integers(*extras))
+        ids = [int(edge[i]) if rng.random() < 0.5 else int(rng.integers(0, V)) for i in rng.integers(0, len(edge), k)]
+        extra_lists.append(sorted(set(ids)) if sort_extras else ids)
     B_total = max(1, n + spare_rows)
     indices = [int(i) for i in rng.permutation(B_total)[:n]] if use_indices else None
     skip = [bool(rng.random() < 0.3) for _ in range(n)] if use_skip else None

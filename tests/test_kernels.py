@@ -166,6 +166,20 @@ def test_every_launch_config_matches_brute_force(b, dtype, cfg):
     assert_bit_equal(applied, ref)
 
 
+@settings(HYP, max_examples=12)
+@given(st.integers(0, 2**32), st.booleans(), st.sampled_from(DTYPES), st.sampled_from([16, 32]))
+def test_hundreds_of_extra_ids_sorted_or_not(seed, sort, dtype, chunk):
+    """A JSON state carries ~135 extra ids: every tile finds its own, whatever their order."""
+    b = random_batch(np.random.default_rng(seed), 5000, 3, 2, use_indices=True, use_skip=False, extras=(150, 300),
+                     sort_extras=sort)
+    logits = random_logits(b.B_total, b.n_cols, dtype, 9)
+    expect = b.expect_logits(logits)
+    opts = b.options()
+    TM.mask_logits(logits, b.rows(), *b.csr(), opts["indices"], None, b.V,
+                   launch=TM.LaunchConfig(32, 2, extra_chunk=chunk))
+    assert_bit_equal(logits, expect)
+
+
 def test_default_launch_is_valid_for_every_size():
     for kind in ("mask", "apply", "fill"):
         for n in (1, 7, 128, 4096):

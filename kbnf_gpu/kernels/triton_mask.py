@@ -153,10 +153,17 @@ def _slice(ptr_ptr, b, length):
 
 @triton.jit
 def _entry_words(
-    rows_ptr, R, W, row_idx_ptr, r0, r1, extra_ids_ptr, e0, e1, words, vocab_size,
+    rows_ptr, R, W, row_idx_ptr, r0, r1, extra_ids_ptr, e0, e1, w0, vocab_size,
     BLOCK_WORDS: tl.constexpr, EXTRA_CHUNK: tl.constexpr,
 ):
-    """int32 [BLOCK_WORDS]: OR over ``words`` of the rows row_idx[r0:r1] and the ids extra_ids[e0:e1]."""
+    """int32 [BLOCK_WORDS]: OR over words [w0, w0 + BLOCK_WORDS) of rows row_idx[r0:r1] and ids extra_ids[e0:e1].
+
+    Every tile scans its entry's extra ids (a JSON state has ~135 of them), so a
+    chunk with no id in the tile costs one load and one compare; only chunks
+    that hit pay the [EXTRA_CHUNK, BLOCK_WORDS] compare. Any order is correct;
+    sorted ids (what matchers produce) cluster the hits into one or two chunks.
+    """
+    words = w0 + tl.arange(0, BLOCK_WORDS)
     acc = tl.zeros([BLOCK_WORDS], dtype=tl.int32)
     for i in range(r0, r1):
         r = tl.load(row_idx_ptr + i).to(tl.int64)
@@ -167,9 +174,12 @@ def _entry_words(
     for j in range(e0, e1, EXTRA_CHUNK):
         ids = tl.load(extra_ids_ptr + j + lane, mask=j + lane < e1, other=-1).to(tl.int64)
         ids = tl.where((ids >= 0) & (ids < vocab_size), ids, -1).to(tl.int32)
-        hit = (ids >> 5)[:, None] == words[None, :]
-        bit = tl.full([EXTRA_CHUNK], 1, tl.int32) << (ids & 31)
-        acc |= tl.reduce(tl.where(hit, bit[:, None], 0), 0, _bit_or)
+        word = ids >> 5  # -1 for an ignored id
+        in_tile = (word >= w0) & (word < w0 + BLOCK_WORDS)
+        if tl.max(in_tile.to(tl.int32), 0) > 0:
+            hit = word[:, None] == words[None, :]
+            bit = tl.full([EXTRA_CHUNK], 1, tl.int32) << (ids & 31)
+            acc |= tl.reduce(tl.where(hit, bit[:, None], 0), 0, _bit_or)
     return acc
 
 
@@ -236,8 +246,9 @@ def _mask_logits_kernel(
             row_base = logits_ptr + target * logits_stride
             first = (tile - b * tiles_per_entry) * BLOCKS_PER_PROGRAM
             for step in tl.static_range(BLOCKS_PER_PROGRAM):
-                words = (first + step) * BLOCK_WORDS + tl.arange(0, BLOCK_WORDS)
-                acc = _entry_words(rows_ptr, R, W, row_idx_ptr, r0, r1, extra_ids_ptr, e0, e1, words,
+                w0 = (first + step) * BLOCK_WORDS
+                words = w0 + tl.arange(0, BLOCK_WORDS)
+                acc = _entry_words(rows_ptr, R, W, row_idx_ptr, r0, r1, extra_ids_ptr, e0, e1, w0,
                                    vocab_size, BLOCK_WORDS, EXTRA_CHUNK)
                 acc = _clip_to_vocab(acc, words, vocab_size, BLOCK_WORDS)
                 _store_logits(row_base, acc, words, n_cols, BLOCK_WORDS, STORE, PACK)
@@ -260,8 +271,9 @@ def _fill_bitmask_kernel(
             e0, e1 = _slice(extra_ptr_ptr, b, n_extra)
             first = (tile - b * tiles_per_entry) * BLOCKS_PER_PROGRAM
             for step in tl.static_range(BLOCKS_PER_PROGRAM):
-                words = (first + step) * BLOCK_WORDS + tl.arange(0, BLOCK_WORDS)
-                acc = _entry_words(rows_ptr, R, W, row_idx_ptr, r0, r1, extra_ids_ptr, e0, e1, words,
+                w0 = (first + step) * BLOCK_WORDS
+                words = w0 + tl.arange(0, BLOCK_WORDS)
+                acc = _entry_words(rows_ptr, R, W, row_idx_ptr, r0, r1, extra_ids_ptr, e0, e1, w0,
                                    vocab_size, BLOCK_WORDS, EXTRA_CHUNK)
                 acc = _clip_to_vocab(acc, words, vocab_size, BLOCK_WORDS)
                 tl.store(out_ptr + target * out_stride + words, acc, mask=words < out_words)
