@@ -14,6 +14,7 @@ import numpy as np
 import torch
 
 from .kernels import RowPool, apply_token_masks, build_csr, fill_token_bitmask
+from .kernels.validate import check_indices
 from .runtime.matcher import Matcher
 
 
@@ -91,20 +92,27 @@ def prepare_batch(
     pool, row_lists, extra_lists, skip, vocab_size = _gather(matchers, device)
     if vocab_size is None:
         return None
+    rows = pool.rows
     csr = build_csr(row_lists, extra_lists, device=device,
-                    indices=None if indices is None else [int(i) for i in indices], skip=skip)
-    return PreparedBatch(vocab_size, rows=pool.rows, csr=csr)
+                    indices=None if indices is None else [int(i) for i in indices], skip=skip,
+                    num_rows=rows.shape[0])
+    return PreparedBatch(vocab_size, rows=rows, csr=csr)
 
 
-def apply_prepared(logits: torch.Tensor, prepared: PreparedBatch | None, *, backend: str | None = None) -> None:
-    """The device half of ``mask_batch``: one launch (or one vectorized pass on the CPU)."""
+def apply_prepared(logits: torch.Tensor, prepared: PreparedBatch | None, *, backend: str | None = None,
+                   validate: bool = True) -> None:
+    """The device half of ``mask_batch``: one launch (or one vectorized pass on the CPU).
+
+    ``validate=False`` skips the launch's value checks (a device sync on CUDA) for callers that checked
+    the indices on the host, as ``mask_batch`` does.
+    """
     if prepared is None:
         return
     if prepared.words is not None:
         _apply_cpu(logits, prepared)
     else:
         apply_token_masks(logits, prepared.rows, *prepared.csr.csr(), **prepared.csr.options(),
-                          vocab_size=prepared.vocab_size, backend=backend)
+                          vocab_size=prepared.vocab_size, backend=backend, validate=validate)
 
 
 def mask_batch(
@@ -128,7 +136,10 @@ def mask_batch(
         raise ValueError(f"{len(matchers)} matchers but only {logits.shape[0]} logits rows")
     if indices is not None and len(indices) != len(matchers):
         raise ValueError(f"{len(matchers)} matchers but {len(indices)} indices")
-    apply_prepared(logits, prepare_batch(matchers, logits.device, indices, backend=backend), backend=backend)
+    if indices is not None:  # on the host, so the launch needs no device sync
+        check_indices(indices, logits.shape[0])
+    apply_prepared(logits, prepare_batch(matchers, logits.device, indices, backend=backend), backend=backend,
+                   validate=False)
 
 
 def _prepare_cpu(matchers: Sequence[Matcher | None], indices) -> PreparedBatch | None:
@@ -175,9 +186,13 @@ def fill_bitmask_batch(
     Rows of ``None`` or finished matchers are left untouched (fill them with -1
     beforehand for "unconstrained", as xgrammar's callers do).
     """
+    if indices is not None:  # on the host, so the launch needs no device sync
+        check_indices(indices, bitmask.shape[0], "bitmask")
     pool, row_lists, extra_lists, skip, vocab_size = _gather(matchers, bitmask.device)
     if vocab_size is None:
         return
+    rows = pool.rows
     csr = build_csr(row_lists, extra_lists, device=bitmask.device,
-                    indices=None if indices is None else list(indices), skip=skip)
-    fill_token_bitmask(bitmask, pool.rows, *csr.csr(), **csr.options(), vocab_size=vocab_size, backend=backend)
+                    indices=None if indices is None else list(indices), skip=skip, num_rows=rows.shape[0])
+    fill_token_bitmask(bitmask, rows, *csr.csr(), **csr.options(), vocab_size=vocab_size, backend=backend,
+                       validate=False)
