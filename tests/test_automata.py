@@ -200,6 +200,90 @@ def test_random_regex_with_anchors_agrees_with_re(source, flags):
     assert_agrees_with_re(dfa, source, CORPUS, bits)
 
 
+# ------------------------------------------------------------ lookarounds
+
+_LOOK_ITEMS = ["a", "b", "\\n", "é", "a-b", "\\w", "^a"]
+
+
+def _fixed_width_bodies():
+    """Lookbehind bodies Python accepts (fixed width), with start anchors and nested lookbehinds."""
+    atom = st.sampled_from(["a", "b", ".", "[ab]", "[^a]", "é", "\\n", "\\w", "(?s:.)"])
+    body = st.one_of(
+        st.lists(atom, min_size=1, max_size=2).map("".join),
+        st.sampled_from(["(?:a|b)", "(?:é|\\n)", "(?:ab|ba)", "(?:a.|\\nb)"]),
+    )
+    return st.tuples(st.sampled_from(["", "", "^", "\\A"]), body, st.sampled_from(["", "", "(?<=a)", "(?<!b)"])).map(
+        "".join
+    )
+
+
+def _ahead_bodies():
+    """Lookahead bodies: anything but lookbehinds (end anchors and nested lookaheads included)."""
+    leaves = _leaf_strategy(ALPHABET, _LOOK_ITEMS, anchors=True, categories=False)
+
+    def extend(children):
+        return st.one_of(_extend(children), children.map("(?={})".format), children.map("(?!{})".format))
+
+    return st.recursive(leaves, extend, max_leaves=4)
+
+
+def lookaround_regexes():
+    looks = st.one_of(
+        _ahead_bodies().map("(?={})".format),
+        _ahead_bodies().map("(?!{})".format),
+        _fixed_width_bodies().map("(?<={})".format),
+        _fixed_width_bodies().map("(?<!{})".format),
+        st.sampled_from(["\\b", "\\B"]),
+    )
+    leaves = st.one_of(_leaf_strategy(ALPHABET, _LOOK_ITEMS, anchors=True, categories=False), looks)
+    return st.recursive(leaves, _extend, max_leaves=6)
+
+
+@SETTINGS
+@given(lookaround_regexes(), st.sampled_from(["", "m", "s", "ms", "a"]))
+def test_random_lookaround_regex_agrees_with_re(source, flags):
+    """Lookaheads, lookbehinds, word boundaries and anchors anywhere: exact, by brute force against ``re``."""
+    dfa = rx(source, flags)
+    bits = sum(getattr(re, f.upper()) for f in flags)
+    assert_agrees_with_re(dfa, source, CORPUS, bits)
+    assert_well_formed(dfa)
+
+
+@pytest.mark.parametrize(
+    "source,flags",
+    [
+        ("(?:(?!ab).)*", ""),  # tempered greedy token: no "ab" anywhere
+        ("(?=.*[0-9])(?=.*[a-z]).{3,}", ""),  # password-style conjunction
+        ("(?!.*\\n$).*", "s"),
+        ("(?=a)", ""),
+        ("a(?=b)c", ""),
+        ("a(?=b)b", ""),
+        ("(?:a(?=b)|b)*", ""),
+        (".*(?<!a)b", ""),
+        ("(?:.(?<=ab))*", ""),
+        ("(?<=(?<=a)b)a|.*", ""),
+        ("(?:(?=(?:a|b)*$)a)*b", ""),
+        ("(?m)(?=^a)[a\\n]+", ""),
+        ("(?=^)a|(?!^)b", ""),
+        ("\\b\\w+\\b", ""),
+        ("\\B", ""),
+        ("a\\Bb|\\Ba", ""),
+        ("\\b", "a"),
+        ("[\\w\\n]+(?<=\\w)", ""),
+        ("a^b", ""),
+        ("a$b", ""),
+        ("a$\\n", ""),
+        ("(?i)(?!k)\\w+", ""),
+    ],
+)
+def test_lookaround_features_agree_with_re(source, flags):
+    corpus = Corpus(b"ab\nc1\xc3\xa9", 4, char_alphabet="ab\n1éK\u212a", char_len=4)
+    bits = sum(getattr(re, f.upper()) for f in flags)
+    dfa = rx(source, flags)
+    assert_agrees_with_re(dfa, source, corpus, bits)
+    assert_well_formed(dfa)
+
+
 CASE_CHARS = ["k", "K", "\u212a", "s", "\u017f", "é", "É", "x"]  # Kelvin sign, long s
 CASE_CORPUS = Corpus("kKsxé".encode() + "\u212a\u017fÉ".encode(), 3, char_alphabet="".join(CASE_CHARS), char_len=3)
 
@@ -389,9 +473,9 @@ def test_state_limit_raises_fast():
     "source,fragment",
     [
         ("a(b", "unterminated"),
-        ("a(?=b)", "lookahead"),
-        ("(?<!a)b", "lookahead"),
-        ("\\bfoo", "word boundary"),
+        ("(?=(?<=a)b)", "lookbehind inside a lookahead"),
+        ("(?<=a(?=b))b", "lookahead inside a lookbehind"),
+        ("(?<=a$)b", "end anchor"),
         ("(a)\\1", "backreference"),
         ("(?P<x>a)(?P=x)", "backreference"),
         ("(a)?(?(1)b|c)", "conditional"),

@@ -8,9 +8,10 @@ import numpy as np
 from .. import ir
 from ..errors import DFATooLarge, GrammarError
 from . import kinds
-from .dfa import ByteDFA, StateLimit, determinize, finalize
+from .dfa import ByteDFA, StateLimit, determinize, finalize, from_table
+from .guarded import AFTER_NL, AT_START, OTHER, determinize_guarded
 from .nfa import NFA, DFALeaf, InvalidExpr, NFATooLarge, Node
-from .regex import Anchor, RegexError, translate
+from .regex import BOL, BOS, Anchor, Look, RegexError, translate
 
 DEFAULT_MAX_STATES = 10_000
 
@@ -45,19 +46,80 @@ class _Context:
         return GrammarError(f"{self.label}: {message}", **self.where())
 
 
-def _contains_anchor(node) -> bool:
+def _walk(node, into_looks: bool = True):
+    """Every node of a regex tree (iterative); with ``into_looks``, lookaround bodies too."""
     stack = [node]
     while stack:
         x = stack.pop()
-        if isinstance(x, Anchor):
-            return True
+        yield x
         if isinstance(x, ir.Concat):
             stack.extend(x.parts)
         elif isinstance(x, ir.Alternation):
             stack.extend(x.options)
         elif isinstance(x, ir.Repeat):
             stack.append(x.item)
-    return False
+        elif isinstance(x, Look) and into_looks:
+            stack.append(x.body)
+
+
+def _contains_guard(node) -> bool:
+    return any(isinstance(x, (Anchor, Look)) for x in _walk(node, into_looks=False))
+
+
+_ANY_BYTES = ir.Repeat(ir.ByteClass(((0, 255),)), 0, None)
+
+
+class _LookBodies:
+    """The DFAs of an NFA's lookaround bodies, for ``guarded.determinize_guarded``.
+
+    A lookahead at position k holds when the rest of the input is in
+    ``body Σ*``; it sees the input to its very end, so end anchors inside
+    it mean the end of the input, and start anchors read the context of k
+    (one DFA per context, when the body has any). A lookbehind holds when
+    the input so far is in ``Σ* body``. Lookbehinds inside lookaheads, and
+    lookaheads or end anchors inside lookbehinds, would need the input on
+    the other side of k: refused.
+    """
+
+    def __init__(self, looks: list[Look], max_states: int, nfa_limit: int, ctx: "_Context") -> None:
+        self.looks = looks
+        self.max_states = max_states
+        self.nfa_limit = nfa_limit
+        self.ctx = ctx
+
+    def _dfa(self, root, start_ctx: int) -> ByteDFA:
+        return _determinized(root, self.max_states, self.nfa_limit, self.ctx, start_ctx=start_ctx)
+
+    def ahead(self, index: int) -> tuple:
+        look = self.looks[index]
+        nodes = list(_walk(look.body))
+        if any(isinstance(x, Look) and x.behind for x in nodes):
+            raise InvalidExpr("a lookbehind inside a lookahead is not supported")
+        reads_start = any(isinstance(x, Anchor) and x.kind in (BOS, BOL) for x in nodes)
+        root = ir.Concat((look.body, _ANY_BYTES))
+        per_ctx = {}
+        for c in (AT_START, AFTER_NL, OTHER) if reads_start else (OTHER,):
+            dfa = self._dfa(root, c)
+            per_ctx[c] = complement_bytes(dfa) if look.negated else dfa
+        return tuple(per_ctx.get(c, per_ctx[OTHER]) for c in (AT_START, AFTER_NL, OTHER))
+
+    def behind(self, index: int) -> ByteDFA | None:
+        look = self.looks[index]
+        for x in _walk(look.body):
+            if isinstance(x, Look) and not x.behind:
+                raise InvalidExpr("a lookahead inside a lookbehind is not supported")
+            if isinstance(x, Anchor) and x.kind not in (BOS, BOL):
+                raise InvalidExpr("an end anchor ($, \\Z) inside a lookbehind is not supported")
+        dfa = self._dfa(ir.Concat((_ANY_BYTES, look.body)), AT_START)
+        return dfa if dfa.n_states else None
+
+
+def complement_bytes(dfa: ByteDFA) -> ByteDFA:
+    """Every byte string not in ``dfa``'s language."""
+    n = dfa.n_states
+    t = np.full((n + 1, 256), n, dtype=np.int64)
+    t[:n] = np.where(dfa.transitions < 0, n, dfa.transitions)
+    return from_table(t, np.append(~dfa.accepting, True))
 
 
 def _compile(root: Node, max_states: int, ctx: _Context) -> ByteDFA:
@@ -69,19 +131,25 @@ def _compile(root: Node, max_states: int, ctx: _Context) -> ByteDFA:
             node = translate(p.source, p.flags)
         except RegexError as e:
             raise ctx.regex_error(e, p) from None
-        if _contains_anchor(node):
-            # anchors refer to the pattern's own extent: determinize it alone
+        if _contains_guard(node):
+            # anchors and lookarounds refer to the pattern's own extent: determinize it alone
             return DFALeaf(_determinized(node, max_states, nfa_limit, ctx))
         return node
 
     return _determinized(root, max_states, nfa_limit, ctx, on_pattern)
 
 
-def _determinized(root: Node, max_states: int, nfa_limit: int, ctx: _Context, on_pattern=None) -> ByteDFA:
+def _determinized(
+    root: Node, max_states: int, nfa_limit: int, ctx: _Context, on_pattern=None, start_ctx: int = AT_START
+) -> ByteDFA:
     nfa = NFA(nfa_limit)
     try:
         start, accept = nfa.build(root, on_pattern or _no_pattern)
-        table, accepting, class_of_byte = determinize(nfa, start, accept, max_states)
+        if nfa.guards:
+            bodies = _LookBodies(nfa.looks, max_states, nfa_limit, ctx)
+            table, accepting, class_of_byte = determinize_guarded(nfa, start, accept, max_states, bodies, start_ctx)
+        else:
+            table, accepting, class_of_byte = determinize(nfa, start, accept, max_states)
     except NFATooLarge:
         raise ctx.too_large(nfa_limit, "NFA") from None
     except StateLimit:

@@ -15,7 +15,6 @@ from functools import cached_property
 import numpy as np
 
 from .nfa import NFA
-from .regex import BOL, BOS, EOL, EOLM, EOS
 
 
 class StateLimit(Exception):
@@ -174,9 +173,9 @@ def determinize(nfa: NFA, start: int, accept: int, max_states: int) -> tuple[np.
     """Subset construction. Returns ``(table[n, k], accepting[n], class_of_byte[256])``.
 
     Raises ``StateLimit`` as soon as more than ``max_states`` states exist.
+    NFAs with guards (anchors, lookarounds) go to ``guarded.determinize_guarded``.
     """
-    if nfa.guards:
-        return _determinize_guarded(nfa, start, accept, max_states)
+    assert not nfa.guards, "guarded NFAs are determinized by guarded.determinize_guarded"
     class_of_byte, covered = byte_classes(nfa)
     k = int(class_of_byte.max()) + 1
     succ = _successors(nfa, covered)
@@ -226,78 +225,6 @@ def determinize(nfa: NFA, start: int, accept: int, max_states: int) -> tuple[np.
         i += 1
     table = np.array(rows, dtype=np.int32).reshape(len(rows), k)
     accepting = np.array([accept in s for s in sets], dtype=bool)
-    return table, accepting, class_of_byte
-
-
-# Modes of a guarded NFA state: what the rest of the input must be after an
-# end anchor was crossed. Ordered by strength; meeting two keeps the max.
-_FREE, _LINE, _EOL, _END = 0, 1, 2, 3  # any, "" or "\n"..., "" or "\n", ""
-_GUARD_MODE = {EOLM: _LINE, EOL: _EOL, EOS: _END}
-# contexts for start anchors: the position before is the start / after "\n" / other
-_AT_START, _AFTER_NL, _OTHER = 0, 1, 2
-
-
-def _determinize_guarded(nfa: NFA, start: int, accept: int, max_states: int):
-    """Subset construction over ``(state, mode)`` pairs with anchor guards."""
-    class_of_byte, covered = byte_classes(nfa, extra=((10, 10),))
-    k = int(class_of_byte.max()) + 1
-    nl = int(class_of_byte[10])
-    succ = _successors(nfa, covered)
-    eps, guards = nfa.eps, nfa.guards
-
-    def closure(seeds, ctx: int) -> frozenset:
-        seen = set(seeds)
-        stack = list(seen)
-        while stack:
-            x = stack.pop()
-            s, mode = x >> 2, x & 3
-            out = [(t << 2) | mode for t in eps[s]]
-            for kind, t in guards.get(s, ()):
-                if kind == BOS:
-                    if ctx == _AT_START:
-                        out.append((t << 2) | mode)
-                elif kind == BOL:
-                    if ctx != _OTHER:
-                        out.append((t << 2) | mode)
-                else:
-                    out.append((t << 2) | max(mode, _GUARD_MODE[kind]))
-            for y in out:
-                if y not in seen:
-                    seen.add(y)
-                    stack.append(y)
-        return frozenset(seen)
-
-    first = closure([start << 2], _AT_START)
-    ids = {first: 0}
-    sets = [first]
-    rows = []
-    i = 0
-    while i < len(sets):
-        moves: dict[int, set[int]] = {}
-        for x in sets[i]:
-            s, mode = x >> 2, x & 3
-            for c, ts in succ[s].items():
-                if mode == _FREE:
-                    new_mode = _FREE
-                elif c == nl and mode in (_LINE, _EOL):
-                    new_mode = _FREE if mode == _LINE else _END
-                else:
-                    continue
-                moves.setdefault(c, set()).update((t << 2) | new_mode for t in ts)
-        row = [-1] * k
-        for c, ts in moves.items():
-            target = closure(ts, _AFTER_NL if c == nl else _OTHER)
-            j = ids.get(target)
-            if j is None:
-                j = ids[target] = len(sets)
-                if j >= max_states:
-                    raise StateLimit(max_states)
-                sets.append(target)
-            row[c] = j
-        rows.append(row)
-        i += 1
-    table = np.array(rows, dtype=np.int32).reshape(len(rows), k)
-    accepting = np.array([any(x >> 2 == accept for x in s) for s in sets], dtype=bool)
     return table, accepting, class_of_byte
 
 

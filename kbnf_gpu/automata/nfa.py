@@ -1,7 +1,9 @@
 """Byte-level NFA and its Thompson-style construction from a regular expression tree.
 
 States are integers; each has epsilon edges, byte-range edges ``(lo, hi, target)``
-and, for regex anchors only, guarded epsilon edges ``(anchor_kind, target)``.
+and, for regex anchors and lookarounds only, guarded epsilon edges
+``(guard, target)``: ``guard`` is an anchor kind, or ``LOOK_BASE + i`` for the
+lookaround ``looks[i]`` (whose body is compiled apart, see ``dfa.py``).
 Every sub-expression becomes a *fragment*: one entry and one exit state, its
 states numbered contiguously, so a bounded repeat copies it by offsetting.
 Construction uses an explicit stack: depth of the tree does not matter.
@@ -14,7 +16,7 @@ from typing import Callable, Union
 import numpy as np
 
 from .. import ir
-from .regex import Anchor
+from .regex import Anchor, Look
 from .utf8 import utf8_sequences
 
 Fragment = tuple[int, int]
@@ -37,7 +39,10 @@ class DFALeaf:
     dfa: object
 
 
-Node = Union[ir.RegExpr, Anchor, DFALeaf]
+Node = Union[ir.RegExpr, Anchor, Look, DFALeaf]
+
+LOOK_BASE = 16
+"""Guards ``>= LOOK_BASE`` are lookarounds; smaller ones are anchor kinds."""
 
 
 class NFA:
@@ -45,6 +50,8 @@ class NFA:
         self.eps: list[list[int]] = []
         self.edges: list[list[tuple[int, int, int]]] = []
         self.guards: dict[int, list[tuple[int, int]]] = {}
+        self.looks: list[Look] = []
+        self._look_ids: dict[Look, int] = {}
         self.max_states = max_states
 
     @property
@@ -129,6 +136,13 @@ class NFA:
         self.guards.setdefault(s, []).append((kind, e))
         return s, e
 
+    def look(self, look: Look) -> Fragment:
+        i = self._look_ids.get(look)
+        if i is None:
+            i = self._look_ids[look] = len(self.looks)
+            self.looks.append(look)
+        return self.anchor(LOOK_BASE + i)
+
     def dfa(self, dfa, *, all_initial: bool = False, all_final: bool = False) -> Fragment:
         """Splice a ``ByteDFA`` in; optionally every state is an entry / an exit."""
         n = dfa.n_states
@@ -210,6 +224,8 @@ class NFA:
                 results.append(self.byte_ranges(_check_ranges(node.ranges, 0xFF, "byte class")))
             elif isinstance(node, Anchor):
                 results.append(self.anchor(node.kind))
+            elif isinstance(node, Look):
+                results.append(self.look(node))
             elif isinstance(node, DFALeaf):
                 results.append(self.dfa(node.dfa))
             elif not expanded:

@@ -8,9 +8,13 @@ only, which disagrees with ``re`` on non-ASCII text.)
 
 Supported: literals, classes, ``.``, alternation, groups, greedy and lazy
 repeats (same language under full match), inline and scoped flags ``i s m x a
-u``, and the anchors ``^ $ \\A \\Z`` anywhere (they become guarded epsilon
-edges, see ``Anchor``). Rejected with ``RegexError``: lookaround, ``\\b \\B``,
-backreferences, conditionals, atomic groups and possessive repeats.
+u``, the anchors ``^ $ \\A \\Z`` anywhere (they become guarded epsilon
+edges, see ``Anchor``), lookarounds ``(?=…) (?!…) (?<=…) (?<!…)`` (``Look``:
+compiled exactly, see ``dfa.py``) and word boundaries ``\\b \\B`` (written as
+lookarounds over ``\\w``). Anchors and lookarounds see the pattern's own
+extent: the string the pattern is matched against, whole. Rejected with
+``RegexError``: backreferences, conditionals, atomic groups and possessive
+repeats (no finite automaton, or none that is worth it).
 """
 from __future__ import annotations
 
@@ -50,6 +54,18 @@ class Anchor:
     kind: int
 
 
+@dataclass(frozen=True)
+class Look:
+    """A lookaround: at this position the rest of the string (``behind=False``)
+    starts with a match of ``body``, or the text so far (``behind=True``) ends
+    with one; ``negated`` flips the answer. ``body`` is a regex tree
+    (``ir`` nodes, ``Anchor`` and ``Look``)."""
+
+    body: object
+    behind: bool
+    negated: bool
+
+
 _FLAG_BITS = {
     "i": re.IGNORECASE,
     "s": re.DOTALL,
@@ -73,9 +89,7 @@ _REPEATS = {_c.MAX_REPEAT, _c.MIN_REPEAT}
 
 # op -> (message, source snippets to locate it by)
 _UNSUPPORTED = {
-    _c.ASSERT: ("lookahead/lookbehind assertions are not supported", ("(?=", "(?!", "(?<=", "(?<!")),
-    _c.ASSERT_NOT: ("lookahead/lookbehind assertions are not supported", ("(?!", "(?<!")),
-    _c.GROUPREF: ("backreferences are not supported", ("(?P=", "\\")),
+    _c.GROUPREF: ("backreferences are not supported (no finite automaton matches them)", ("(?P=", "\\")),
     _c.GROUPREF_EXISTS: ("conditional groups are not supported", ("(?(",)),
 }
 if hasattr(_c, "ATOMIC_GROUP"):  # Python >= 3.11
@@ -153,7 +167,7 @@ def _literal(cp: int, flags: int, negated: bool) -> ir.RegExpr:
 _DOT = cs.complement(((10, 10),))
 
 
-def _anchor(av, flags: int, source: str) -> Anchor:
+def _anchor(av, flags: int, source: str):
     multiline = bool(flags & re.MULTILINE)
     if av is _c.AT_BEGINNING_STRING:
         return Anchor(BOS)
@@ -163,7 +177,26 @@ def _anchor(av, flags: int, source: str) -> Anchor:
         return Anchor(EOS)
     if av is _c.AT_END:
         return Anchor(EOLM if multiline else EOL)
-    raise RegexError("word boundary assertions (\\b, \\B) are not supported", _find(source, ("\\b", "\\B")))
+    if av in (_c.AT_BOUNDARY, _c.AT_NON_BOUNDARY):
+        return word_boundary(ir.CharClass(cs.category(r"\w", bool(flags & re.ASCII))), av is _c.AT_BOUNDARY, False)
+    raise RegexError(f"unsupported assertion {av}", _find(source, ("\\b", "\\B")))
+
+
+def word_boundary(word: ir.CharClass, boundary: bool, empty_is_boundary_free: bool) -> ir.RegExpr:
+    """``\\b`` (``boundary``) or ``\\B`` as lookarounds over the word characters ``word``.
+
+    Python's ``\\B`` never matches in the empty string; ECMA's does
+    (``empty_is_boundary_free``).
+    """
+    before, after = Look(word, True, False), Look(word, False, False)
+    not_before, not_after = Look(word, True, True), Look(word, False, True)
+    if boundary:
+        return ir.Alternation((ir.Concat((before, not_after)), ir.Concat((not_before, after))))
+    if empty_is_boundary_free:
+        return ir.Alternation((ir.Concat((before, after)), ir.Concat((not_before, not_after))))
+    anything = ir.CharClass(cs.ALL)
+    nonempty = ir.Alternation((Look(anything, True, False), Look(anything, False, False)))
+    return ir.Alternation((ir.Concat((before, after)), ir.Concat((not_before, not_after, nonempty))))
 
 
 def _concat(parts: list) -> ir.RegExpr:
@@ -262,6 +295,11 @@ def _push_item(op, av, flags: int, source: str, stack: list, results: list) -> N
         lo, hi, sub = av
         hi = None if hi is _c.MAXREPEAT or hi == _c.MAXREPEAT else hi
         stack.append(("build", lambda a, lo=lo, hi=hi: ir.Repeat(a[0], lo, hi), 1))
+        stack.append(("seq", sub, flags))
+    elif op is _c.ASSERT or op is _c.ASSERT_NOT:
+        direction, sub = av
+        behind, negated = direction < 0, op is _c.ASSERT_NOT
+        stack.append(("build", lambda a, b=behind, n=negated: Look(a[0], b, n), 1))
         stack.append(("seq", sub, flags))
     elif op in _UNSUPPORTED:
         what, needles = _UNSUPPORTED[op]
