@@ -215,6 +215,10 @@ def _build_terminal(terminal: ir.Terminal, max_states: int) -> ByteDFA:
             return kinds.literal_substrings(terminal.expr.value, max_states)
         except StateLimit:
             raise ctx.too_large(max_states) from None
+    if kind == ir.TerminalKind.PLAIN and isinstance(terminal.expr, ir.Literal):  # a chain: no subset construction
+        if len(terminal.expr.value) + 1 > max_states:
+            raise ctx.too_large(max_states)
+        return dfa_literal(terminal.expr.value)
     base = _compile(terminal.expr, max_states, ctx)
     try:
         if kind == ir.TerminalKind.PLAIN:
@@ -243,6 +247,40 @@ def dfa_literal(data: bytes) -> ByteDFA:
     accepting = np.zeros(n + 1, dtype=bool)
     accepting[n] = True
     return ByteDFA(t, accepting)
+
+
+def dfa_literal_union(values: Sequence[bytes], *, max_states: int = DEFAULT_MAX_STATES,
+                      max_trie_states: int | None = None) -> ByteDFA:
+    """Exactly one of ``values``: built as a trie, then minimized (no subset construction).
+
+    A union of many literals (300 one-character alternatives, 2,000 enum words)
+    has a trie as large as its bytes but a minimal DFA often of a few states; the
+    subset construction would stop at ``max_states`` before minimizing. The trie
+    may have up to ``max_trie_states`` (default ``64 * max_states``) states.
+    """
+    cap = 64 * max_states if max_trie_states is None else max_trie_states
+    children: list[dict[int, int]] = [{}]
+    final = [False]
+    for value in values:
+        node = 0
+        for byte in value:
+            nxt = children[node].get(byte)
+            if nxt is None:
+                if len(children) >= cap:
+                    raise DFATooLarge(f"dfa_literal_union: the trie of {len(values)} literals exceeds {cap} states")
+                nxt = children[node][byte] = len(children)
+                children.append({})
+                final.append(False)
+            node = nxt
+        final[node] = True
+    table = np.full((len(children), 256), -1, dtype=np.int64)
+    for node, edges in enumerate(children):
+        if edges:
+            table[node, list(edges)] = list(edges.values())
+    dfa = finalize(table, np.array(final, dtype=bool), np.arange(256))
+    if dfa.n_states > max_states:
+        raise DFATooLarge(f"dfa_literal_union: DFA exceeds the limit of {max_states} states")
+    return dfa
 
 
 def dfa_concat(parts: Sequence[ByteDFA], *, max_states: int = DEFAULT_MAX_STATES) -> ByteDFA:
