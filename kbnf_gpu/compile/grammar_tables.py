@@ -213,10 +213,19 @@ class GrammarTables:
     def from_arrays(cls, grammar: BnfGrammar, trie: TokenTrie, cache: TableCache,
                     arrays: dict[str, np.ndarray]) -> "GrammarTables":
         store = RowStore.from_arrays({k[len("store_"):]: v for k, v in arrays.items() if k.startswith("store_")})
+        if store.vocab_size != trie.vocab_size:
+            raise ValueError(f"tables for {store.vocab_size} tokens, vocabulary of {trie.vocab_size}")
+        n_states = [d.n_states for d in grammar.dfas]
         ptr = arrays["inside_ptr"]
+        _check_ptr(ptr, arrays["inside_refs"].size, n_states, "inside")
         inside = {i: arrays["inside_refs"][ptr[i]:ptr[i + 1]] for i in range(ptr.size - 1)}
         cptr = arrays["cross_ptr"]
         keys = [(int(a), int(b)) for a, b in arrays["cross_keys"].reshape(-1, 2)]
+        if any(not (0 <= a < len(n_states) and 0 <= b < len(n_states)) for a, b in keys):
+            raise ValueError("a cross table names a terminal that does not exist")
+        _check_ptr(cptr, arrays["cross_refs"].size, [n_states[a] for a, _ in keys], "cross")
+        if arrays["deep_refs"].size != arrays["cross_refs"].size:
+            raise ValueError("deep and cross tables differ in size")
         cross = {k: arrays["cross_refs"][cptr[i]:cptr[i + 1]] for i, k in enumerate(keys)}
         deep = {k: arrays["deep_refs"][cptr[i]:cptr[i + 1]] for i, k in enumerate(keys)}
         lo, hi = -store.sparse_count, store.dense_count
@@ -224,6 +233,13 @@ class GrammarTables:
             if refs.size and (refs.min() < lo or refs.max() >= hi):
                 raise ValueError("a table reference points outside the stored rows")
         return cls(grammar, trie, cache, store, inside, cross, deep)
+
+
+def _check_ptr(ptr: np.ndarray, total: int, sizes: list[int], what: str) -> None:
+    """``ptr`` splits ``total`` entries into consecutive tables of exactly ``sizes`` (one row ref per DFA state)."""
+    if ptr.ndim != 1 or ptr.size != len(sizes) + 1 or (ptr.size and (ptr[0] != 0 or ptr[-1] != total)) \
+            or not np.array_equal(np.diff(ptr), np.asarray(sizes, dtype=np.int64).reshape(-1)):
+        raise ValueError(f"malformed {what} table pointers")
 
 
 def _concat(arrays: list[np.ndarray]) -> np.ndarray:
