@@ -73,12 +73,12 @@ class _LookBodies:
     """The DFAs of an NFA's lookaround bodies, for ``guarded.determinize_guarded``.
 
     A lookahead at position k holds when the rest of the input is in
-    ``body Σ*``; it sees the input to its very end, so end anchors inside
-    it mean the end of the input, and start anchors read the context of k
-    (one DFA per context, when the body has any). A lookbehind holds when
-    the input so far is in ``Σ* body``. Lookbehinds inside lookaheads, and
-    lookaheads or end anchors inside lookbehinds, would need the input on
-    the other side of k: refused.
+    ``body Σ*``: it sees the input to its very end, so end anchors inside it
+    mean the end of the input; start anchors read the context of k, and
+    lookbehinds inside it the trackers' states at k (one DFA per such
+    variant, compiled when first needed). A lookbehind holds when the input
+    so far is in ``Σ* body``. Lookaheads or end anchors inside a lookbehind
+    would need the input after k: refused.
     """
 
     def __init__(self, looks: list[Look], max_states: int, nfa_limit: int, ctx: "_Context") -> None:
@@ -86,32 +86,57 @@ class _LookBodies:
         self.max_states = max_states
         self.nfa_limit = nfa_limit
         self.ctx = ctx
+        self._ahead: dict[tuple, ByteDFA | None] = {}
+        self._behind: dict[Look, ByteDFA | None] = {}
+        self._info: dict[int, tuple] = {}
 
-    def _dfa(self, root, start_ctx: int) -> ByteDFA:
-        return _determinized(root, self.max_states, self.nfa_limit, self.ctx, start_ctx=start_ctx)
+    def _ahead_info(self, index: int) -> tuple:
+        """(reads start anchors, nested lookbehinds, byte ranges) of lookahead ``index``."""
+        if index not in self._info:
+            reads_start, trackers, ranges = False, [], set()
+            stack = [self.looks[index].body]
+            while stack:
+                body = stack.pop()
+                nfa = NFA(self.nfa_limit)
+                nfa.build(body, _no_pattern)
+                ranges.update((lo, hi) for edges in nfa.edges for lo, hi, _ in edges)
+                reads_start |= any(k in (BOS, BOL) for gs in nfa.guards.values() for k, _ in gs)
+                for look in nfa.looks:
+                    if look.behind:
+                        trackers.append(look)
+                    else:
+                        stack.append(look.body)
+            self._info[index] = (reads_start, tuple(dict.fromkeys(trackers)), ranges)
+        return self._info[index]
 
-    def ahead(self, index: int) -> tuple:
-        look = self.looks[index]
-        nodes = list(_walk(look.body))
-        if any(isinstance(x, Look) and x.behind for x in nodes):
-            raise InvalidExpr("a lookbehind inside a lookahead is not supported")
-        reads_start = any(isinstance(x, Anchor) and x.kind in (BOS, BOL) for x in nodes)
-        root = ir.Concat((look.body, _ANY_BYTES))
-        per_ctx = {}
-        for c in (AT_START, AFTER_NL, OTHER) if reads_start else (OTHER,):
-            dfa = self._dfa(root, c)
-            per_ctx[c] = complement_bytes(dfa) if look.negated else dfa
-        return tuple(per_ctx.get(c, per_ctx[OTHER]) for c in (AT_START, AFTER_NL, OTHER))
+    def ahead_trackers(self, index: int) -> tuple:
+        return self._ahead_info(index)[1]
 
-    def behind(self, index: int) -> ByteDFA | None:
-        look = self.looks[index]
-        for x in _walk(look.body):
-            if isinstance(x, Look) and not x.behind:
-                raise InvalidExpr("a lookahead inside a lookbehind is not supported")
-            if isinstance(x, Anchor) and x.kind not in (BOS, BOL):
-                raise InvalidExpr("an end anchor ($, \\Z) inside a lookbehind is not supported")
-        dfa = self._dfa(ir.Concat((_ANY_BYTES, look.body)), AT_START)
-        return dfa if dfa.n_states else None
+    def ahead_ranges(self, index: int) -> set:
+        return self._ahead_info(index)[2]
+
+    def ahead(self, index: int, ctx: int, start_lb: dict) -> ByteDFA | None:
+        reads_start, trackers, _ = self._ahead_info(index)
+        key = (index, ctx if reads_start else OTHER, tuple(start_lb.get(t, 0) for t in trackers))
+        if key not in self._ahead:
+            look = self.looks[index]
+            root = ir.Concat((look.body, _ANY_BYTES))
+            dfa = _determinized(root, self.max_states, self.nfa_limit, self.ctx, start_ctx=key[1], start_lb=start_lb)
+            if look.negated:
+                dfa = complement_bytes(dfa)
+            self._ahead[key] = dfa if dfa.n_states else None
+        return self._ahead[key]
+
+    def behind(self, look: Look) -> ByteDFA | None:
+        if look not in self._behind:
+            for x in _walk(look.body):
+                if isinstance(x, Look) and not x.behind:
+                    raise InvalidExpr("a lookahead inside a lookbehind is not supported")
+                if isinstance(x, Anchor) and x.kind not in (BOS, BOL):
+                    raise InvalidExpr("an end anchor ($, \\Z) inside a lookbehind is not supported")
+            dfa = _determinized(ir.Concat((_ANY_BYTES, look.body)), self.max_states, self.nfa_limit, self.ctx)
+            self._behind[look] = dfa if dfa.n_states else None
+        return self._behind[look]
 
 
 def complement_bytes(dfa: ByteDFA) -> ByteDFA:
@@ -140,14 +165,22 @@ def _compile(root: Node, max_states: int, ctx: _Context) -> ByteDFA:
 
 
 def _determinized(
-    root: Node, max_states: int, nfa_limit: int, ctx: _Context, on_pattern=None, start_ctx: int = AT_START
+    root: Node,
+    max_states: int,
+    nfa_limit: int,
+    ctx: _Context,
+    on_pattern=None,
+    start_ctx: int = AT_START,
+    start_lb: dict | None = None,
 ) -> ByteDFA:
     nfa = NFA(nfa_limit)
     try:
         start, accept = nfa.build(root, on_pattern or _no_pattern)
         if nfa.guards:
             bodies = _LookBodies(nfa.looks, max_states, nfa_limit, ctx)
-            table, accepting, class_of_byte = determinize_guarded(nfa, start, accept, max_states, bodies, start_ctx)
+            table, accepting, class_of_byte = determinize_guarded(
+                nfa, start, accept, max_states, bodies, start_ctx, start_lb
+            )
         else:
             table, accepting, class_of_byte = determinize(nfa, start, accept, max_states)
     except NFATooLarge:

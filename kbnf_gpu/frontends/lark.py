@@ -223,12 +223,23 @@ def _terminal_expr(t: TerminalDef, where: "_Where") -> ir.RegExpr:
         out = translate_regex(source, flags, strip_anchors=False)
     except RegexIssue as e:
         raise GrammarError(f"terminal {t.name}: {e.message}", **where.regex_issue(t.name, p, e)) from None
-    if re.fullmatch(p.to_regexp(), "") is not None:
+    if _matches_empty(out):
         raise GrammarError(
             f"terminal {t.name} matches the empty string; Lark does not allow zero-width terminals",
             **where.pattern(t.name, p),
         )
     return out
+
+
+def _matches_empty(pattern: ir.Pattern) -> bool:
+    """Whether a canonical pattern matches ""; ``re`` refuses variable-width lookbehinds, the DFA does not."""
+    bits = sum(getattr(re, f.upper()) for f in pattern.flags)
+    try:
+        return re.fullmatch(pattern.source, "", bits) is not None
+    except re.error:
+        from ..automata import regexpr_to_dfa
+
+        return regexpr_to_dfa(pattern).matches(b"")
 
 
 # common.lark's _STRING_ESC_INNER (in ESCAPED_STRING): ``.*?(?<!\\)(\\\\)*?`` right
