@@ -1,22 +1,25 @@
-"""Benchmark the batched mask kernels against the memory floor and xgrammar.
+"""Benchmark the batched mask kernels against the memory floor and xgrammar, at one vocabulary size.
 
 Kernel-only part: synthetic bitset tables (64 rows, realistic densities), 1-4
-rows and a few extra ids per sequence, logits of V = 128,256 (Llama-3).
-For each batch size and dtype it reports
+rows and a few extra ids per sequence. For each batch size and dtype it reports
 
-* ``ours``      — ``apply_token_masks`` (CSR already on the device),
+* ``ours``      — ``apply_token_masks`` (CSR already on the device, unvalidated as a serving loop runs it),
 * ``fill``/``apply`` — ``fill_token_bitmask`` and ``apply_bitmask_inplace``,
 * ``xgr``       — ``xgrammar.apply_token_bitmask_inplace`` on the same mask,
 * ``floor``     — bytes read + written once (2·B·V·elem) over the measured
   device-to-device copy bandwidth.
 
-GPU timings: CUDA events around a CUDA-graph replay of ``--inner`` calls
+GPU timings: CUDA events around a CUDA-graph replay of ``inner`` calls
 (kernel time, no Python launch overhead) and around an eager loop (what a
-Python caller pays); median over ``--repeats``. Logits buffers rotate so the
-footprint exceeds L2 when that takes at most 64 buffers. On CPU the torch
+Python caller pays); median over ``--repeats``. ``inner`` shrinks for big
+batches so a sample stays near half a millisecond. Logits buffers rotate so
+the footprint exceeds L2 when that takes at most 64 buffers. On CPU the torch
 reference runs, timed with ``time.perf_counter``.
 
-The end-to-end part (real matchers) plugs in at :func:`end_to_end_rows`.
+End to end (:func:`end_to_end_rows`): B real matchers of a compiled grammar,
+each at a different position of a document; ours = ``mask_batch``, xgrammar =
+its batch fill on the CPU + one copy + its apply. ``benchmarks/gpu_suite.py``
+runs all of this over several vocabularies and grammars (issue #14).
 
     python benchmarks/bench_mask_gpu.py [--device cuda] [--batch 1,16,128,512] [--out FILE]
 """
@@ -35,6 +38,7 @@ from typing import Callable
 
 import torch
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 try:
     import kbnf_gpu.kernels as K
 except ModuleNotFoundError:  # run from a checkout without installing
@@ -44,11 +48,12 @@ from kbnf_gpu.kernels.device_tables import build_csr  # noqa: E402
 
 DTYPES = {"bf16": torch.bfloat16, "fp32": torch.float32, "fp16": torch.float16}
 L2_TARGET_BYTES = 128 << 20
+SAMPLE_S = 5e-4  # a GPU timing sample: about this long (inner calls per sample adapt)
 
 
 @dataclass
 class BenchContext:
-    """Everything a benchmark section needs; passed to :func:`end_to_end_rows`."""
+    """Everything a benchmark section needs."""
 
     device: torch.device
     batches: list[int]
@@ -60,12 +65,23 @@ class BenchContext:
     copy_bw: float  # bytes/s, device-to-device copy (read + write counted)
     backend_note: str
     extra: dict = field(default_factory=dict)
+    deadline: float = float("inf")  # time.monotonic() past which sections stop early
+
+    @property
+    def cuda(self) -> bool:
+        return self.device.type == "cuda"
+
+    def out_of_time(self, what: str) -> bool:
+        if time.monotonic() < self.deadline:
+            return False
+        self.extra.setdefault("skipped_for_time", []).append(what)
+        return True
 
 
 # ------------------------------------------------------------------ timing
 
 
-def _sync(device: torch.device) -> None:
+def sync(device: torch.device) -> None:
     if device.type == "cuda":
         torch.cuda.synchronize(device)
 
@@ -85,7 +101,10 @@ def time_cpu(fn: Callable[[int], None], repeats: int, warmup: int) -> tuple[floa
 def time_cuda(
     fn: Callable[[int], None], repeats: int, warmup: int, inner: int, graph: bool
 ) -> tuple[float, float] | None:
-    """(median, min) seconds per call of ``fn(i)``: events around ``inner`` calls, eager or CUDA-graph replay."""
+    """(median, min) seconds per call of ``fn(i)``: events around ``inner`` calls, eager or CUDA-graph replay.
+
+    None when the graph cannot be captured (e.g. the function syncs).
+    """
     for i in range(warmup):
         fn(i)
     torch.cuda.synchronize()
@@ -104,6 +123,7 @@ def time_cuda(
                     fn(i)
             run = g.replay
         except Exception:  # noqa: BLE001 - capture unsupported: report no graph time
+            torch.cuda.synchronize()
             return None
     else:
         def run() -> None:
@@ -122,9 +142,9 @@ def time_cuda(
     return statistics.median(samples), min(samples)
 
 
-def measure_copy_bandwidth(device: torch.device, repeats: int = 10) -> float:
+def measure_copy_bandwidth(device: torch.device, repeats: int = 10, nbytes: int | None = None) -> float:
     """Bytes/s of a large device-to-device copy, counting read + write."""
-    nbytes = (1 << 30) if device.type == "cuda" else (256 << 20)
+    nbytes = nbytes or ((1 << 30) if device.type == "cuda" else (256 << 20))
     src = torch.empty(nbytes // 4, dtype=torch.float32, device=device).fill_(1.0)
     dst = torch.empty_like(src)
     fn = lambda i: dst.copy_(src)  # noqa: E731
@@ -154,63 +174,97 @@ def synthetic_table(vocab: int, n_rows: int, device: torch.device, seed: int = 0
     return words.to(device)
 
 
-def synthetic_batch(batch: int, vocab: int, n_rows: int, device: torch.device, seed: int = 1):
-    """CSR for ``batch`` sequences: 1-4 rows each and 0-8 extra ids (EOS among them)."""
+def synthetic_lists(batch: int, vocab: int, n_rows: int, seed: int = 1) -> tuple[list, list]:
+    """Row lists and extra lists for ``batch`` sequences, shaped like the JSON grammar's masks on Llama-3.
+
+    Measured along a JSON document (``bench_runtime.DOCUMENT``): 1-3 dense rows
+    per state (mean 1.7) and 0-259 extra ids (mean 135, sorted and distinct).
+    Here: 1-3 rows; half the sequences 0-16 extra ids, half 100-260; EOS
+    (``vocab - 1``) among them.
+    """
     g = torch.Generator().manual_seed(seed)
     row_lists, extra_lists = [], []
-    for _ in range(batch):
-        k = int(torch.randint(1, 5, (1,), generator=g))
+    for b in range(batch):
+        k = int(torch.randint(1, 4, (1,), generator=g))
         row_lists.append(torch.randint(0, n_rows, (k,), generator=g).tolist())
-        e = int(torch.randint(0, 9, (1,), generator=g))
-        extra_lists.append(torch.randint(0, vocab, (e,), generator=g).tolist() + [vocab - 1])
-    return build_csr(row_lists, extra_lists, device=device)
+        e = int(torch.randint(0, 17, (1,), generator=g)) if b % 2 else int(torch.randint(100, 261, (1,), generator=g))
+        extra_lists.append(sorted(set(torch.randint(0, vocab, (e,), generator=g).tolist()) | {vocab - 1}))
+    return row_lists, extra_lists
+
+
+def synthetic_batch(batch: int, vocab: int, n_rows: int, device: torch.device, seed: int = 1):
+    """CSR for ``batch`` sequences (see :func:`synthetic_lists`), on ``device``."""
+    return build_csr(*synthetic_lists(batch, vocab, n_rows, seed), device=device)
+
+
+def xgrammar_apply(extra: dict):
+    """xgrammar's ``apply_token_bitmask_inplace``, or None (the reason goes into ``extra``)."""
+    try:
+        import xgrammar
+
+        return xgrammar.apply_token_bitmask_inplace
+    except Exception as e:  # noqa: BLE001 - optional peer
+        extra["xgrammar_error"] = repr(e)
+        return None
+
+
+def _inner(ctx: BenchContext, floor_s: float) -> int:
+    return max(1, min(ctx.inner, round(SAMPLE_S / max(floor_s, 1e-6))))
+
+
+def timed(ctx: BenchContext, row: dict, name: str, fn: Callable[[int], None], *, eager: bool, floor_s: float) -> None:
+    """Time ``fn`` into ``row``: ``{name}_us`` (graph replay on CUDA), ``{name}_min_us``, ``{name}_eager_us``."""
+    if ctx.cuda:
+        inner = _inner(ctx, floor_s)
+        t_graph = time_cuda(fn, ctx.repeats, ctx.warmup, inner, graph=True)
+        row[f"{name}_us"] = None if t_graph is None else t_graph[0] * 1e6
+        row[f"{name}_min_us"] = None if t_graph is None else t_graph[1] * 1e6
+        if eager or t_graph is None:
+            row[f"{name}_eager_us"] = time_cuda(fn, ctx.repeats, ctx.warmup, inner, graph=False)[0] * 1e6
+    else:
+        med, low = time_cpu(fn, ctx.repeats, ctx.warmup)
+        row[f"{name}_us"], row[f"{name}_min_us"] = med * 1e6, low * 1e6
 
 
 # ------------------------------------------------------------------ sections
 
 
 def kernel_rows(ctx: BenchContext) -> list[dict]:
-    """Time our kernels, xgrammar's and the memory floor for every (batch, dtype)."""
-    try:
-        import xgrammar  # noqa: F401
-
-        xgr_apply = xgrammar.apply_token_bitmask_inplace
-    except Exception as e:  # noqa: BLE001 - optional dependency
-        xgr_apply = None
-        ctx.extra["xgrammar_error"] = repr(e)
+    """Time our kernels, xgrammar's and the memory floor for every (batch, dtype) at ``ctx.vocab``."""
+    xgr_apply = xgrammar_apply(ctx.extra)
     dev, V = ctx.device, ctx.vocab
     W = -(-V // 32)
     table = synthetic_table(V, 64, dev)
     out = []
     for B in ctx.batches:
+        if ctx.out_of_time(f"kernel V={V} B={B}"):
+            break
         csr = synthetic_batch(B, V, 64, dev)
-        _sync(dev)
+        sync(dev)
         bitmask = torch.empty((B, W), dtype=torch.int32, device=dev)
         K.fill_token_bitmask(bitmask, table, *csr.csr(), vocab_size=V)
         for dname in ctx.dtypes:
             dtype = DTYPES[dname]
             elem = torch.empty((), dtype=dtype).element_size()
             buf_bytes = B * V * elem
-            nbuf = 1
-            if dev.type == "cuda":
-                nbuf = max(1, min(64, -(-L2_TARGET_BYTES // buf_bytes)))
+            nbuf = max(1, min(64, -(-L2_TARGET_BYTES // buf_bytes))) if ctx.cuda else 1
             g = torch.Generator(device=dev).manual_seed(B)
             bufs = [torch.randn((B, V), generator=g, device=dev).to(dtype) for _ in range(nbuf)]
 
             def ours(i: int) -> None:
-                K.apply_token_masks(bufs[i % nbuf], table, *csr.csr(), vocab_size=V)
+                K.apply_token_masks(bufs[i % nbuf], table, *csr.csr(), vocab_size=V, validate=False)
 
             def fill(i: int) -> None:
-                K.fill_token_bitmask(bitmask, table, *csr.csr(), vocab_size=V)
+                K.fill_token_bitmask(bitmask, table, *csr.csr(), vocab_size=V, validate=False)
 
             def apply(i: int) -> None:
-                K.apply_bitmask_inplace(bufs[i % nbuf], bitmask, vocab_size=V)
+                K.apply_bitmask_inplace(bufs[i % nbuf], bitmask, vocab_size=V, validate=False)
 
             def xgr(i: int) -> None:
                 xgr_apply(bufs[i % nbuf], bitmask)
 
+            row: dict = {"vocab": V, "batch": B, "dtype": dname, "logits_bytes": buf_bytes, "buffers": nbuf}
             # correctness on this data: ours vs xgrammar, same mask
-            row: dict = {"batch": B, "dtype": dname, "vocab": V, "logits_bytes": buf_bytes, "buffers": nbuf}
             ref = bufs[0].clone()
             ours(0)
             if xgr_apply is not None:
@@ -220,131 +274,231 @@ def kernel_rows(ctx: BenchContext) -> list[dict]:
                 except Exception as e:  # noqa: BLE001
                     row["xgr_error"] = repr(e)
             del ref
-            row["floor_us"] = 2 * buf_bytes / ctx.copy_bw * 1e6
-            fns = {"ours": ours, "fill": fill, "apply": apply}
+            floor_s = 2 * buf_bytes / ctx.copy_bw
+            row["floor_us"] = floor_s * 1e6
+            timed(ctx, row, "ours", ours, eager=True, floor_s=floor_s)
+            timed(ctx, row, "fill", fill, eager=False, floor_s=floor_s / 64)
+            timed(ctx, row, "apply", apply, eager=False, floor_s=floor_s)
             if xgr_apply is not None and "xgr_error" not in row:
-                fns["xgr"] = xgr
-            for name, fn in fns.items():
-                if dev.type == "cuda":
-                    t_graph = time_cuda(fn, ctx.repeats, ctx.warmup, ctx.inner, graph=True)
-                    t_eager = time_cuda(fn, ctx.repeats, ctx.warmup, ctx.inner, graph=False)
-                    row[f"{name}_us"] = None if t_graph is None else t_graph[0] * 1e6
-                    row[f"{name}_min_us"] = None if t_graph is None else t_graph[1] * 1e6
-                    row[f"{name}_eager_us"] = t_eager[0] * 1e6
-                else:
-                    med, low = time_cpu(fn, ctx.repeats, ctx.warmup)
-                    row[f"{name}_us"], row[f"{name}_min_us"] = med * 1e6, low * 1e6
+                timed(ctx, row, "xgr", xgr, eager=True, floor_s=floor_s)
+            if row.get("ours_us"):
+                row["ours_over_floor"] = row["ours_us"] / row["floor_us"]
+                if row.get("xgr_us"):
+                    row["xgr_over_ours"] = row["xgr_us"] / row["ours_us"]
             out.append(row)
             del bufs
-            if dev.type == "cuda":
+            if ctx.cuda:
                 torch.cuda.empty_cache()
     return out
 
 
-def end_to_end_rows(ctx: BenchContext) -> list[dict]:
+@dataclass
+class Workload:
+    """A compiled grammar and a token path through one of its sentences, for ours and (maybe) xgrammar."""
+
+    name: str
+    compiled: object
+    tokens: list[int]
+    xgr_compiled: object | None = None
+
+
+def positions(B: int, tokens: list[int]) -> list[int]:
+    """B prefix lengths spread over the token path (every sequence at its own position)."""
+    return [(b * 7919) % max(1, len(tokens)) for b in range(B)]
+
+
+def end_to_end_rows(ctx: BenchContext, workloads: list[Workload], check: Callable | None = None) -> list[dict]:
     """Per decoding step for B real matchers: ours (gather rows → one copy → one launch) vs xgrammar.
 
-    Each of the B sequences sits at a different position of a JSON document
-    (Llama-3 vocabulary, a JSON grammar); ours = ``prepare_batch`` +
-    ``apply_prepared``; xgrammar = ``fill_next_token_bitmask`` per matcher +
-    ``apply_token_bitmask_inplace``. Steady state: both engines' per-state
-    caches are warm (a serving loop revisits states constantly).
+    ours = ``mask_batch`` (+ a sync); split into ``prepare_batch`` (CPU half)
+    and ``apply_prepared`` (+ a sync). xgrammar = ``batch_fill_next_token_bitmask``
+    (its multi-threaded CPU fill) + one copy + ``apply_token_bitmask_inplace``.
+    Steady state: both engines' per-state caches are warm. On CUDA,
+    ``overlap`` runs the CPU half while a stand-in forward (a GPU sleep of
+    ``forward_us``) computes, as a serving loop does. ``check(logits_before,
+    logits_after, matchers)``, if given, verifies our masks.
     """
-    if ctx.vocab != 128256:
-        return []
-    from kbnf_gpu import Matcher, Vocabulary, compile_grammar
-    from kbnf_gpu.batch import apply_prepared, prepare_batch
-    from bench_runtime import DOCUMENT
-    from common import greedy_tokens, llama3_hf
+    from kbnf_gpu import Matcher
+    from kbnf_gpu.batch import apply_prepared, mask_batch, prepare_batch
 
-    from kbnf_gpu.grammars import JSON_KBNF
-
-    vocab = Vocabulary.from_name("llama3")
-    compiled = compile_grammar(JSON_KBNF, vocab, syntax="kbnf", end_mode="eos")
-    tokens = greedy_tokens(vocab, compiled, DOCUMENT.encode())
     try:
         import xgrammar as xgr
-
-        hf = llama3_hf()
-        info = xgr.TokenizerInfo.from_huggingface(hf, vocab_size=vocab.size)
-        xgr_compiled = xgr.GrammarCompiler(info).compile_builtin_json_grammar()
     except Exception as e:  # noqa: BLE001 - optional peer
         xgr = None
         ctx.extra["xgrammar_e2e_error"] = repr(e)
     dev = ctx.device
     out = []
-    for B in ctx.batches:
-        ours_m = []
-        xgr_m = []
-        for b in range(B):
-            k = b % len(tokens)
-            m = Matcher(compiled)
-            m.accept_tokens(tokens[:k])
-            ours_m.append(m)
-            if xgr is not None:
-                xm = xgr.GrammarMatcher(xgr_compiled)
-                for t in tokens[:k]:
-                    assert xm.accept_token(t)
-                xgr_m.append(xm)
-        W = -(-vocab.size // 32)
-        bitmask = torch.empty((B, W), dtype=torch.int32, device="cpu").pin_memory() if dev.type == "cuda" \
-            else torch.empty((B, W), dtype=torch.int32)
-        dev_bitmask = torch.empty((B, W), dtype=torch.int32, device=dev)
-        for dname in ctx.dtypes:
-            logits = torch.randn((B, vocab.size), device=dev).to(DTYPES[dname])
+    for wl in workloads:
+        vocab = wl.compiled.vocab
+        use_xgr = xgr is not None and wl.xgr_compiled is not None
+        batch_filler = xgr.BatchGrammarMatcher() if use_xgr else None
+        for B in ctx.batches:
+            if ctx.out_of_time(f"e2e {wl.name} B={B}"):
+                break
+            ours_m, xgr_m = [], []
+            for k in positions(B, wl.tokens):
+                m = Matcher(wl.compiled)
+                m.accept_tokens(wl.tokens[:k])
+                ours_m.append(m)
+                if use_xgr:
+                    xm = xgr.GrammarMatcher(wl.xgr_compiled)
+                    for t in wl.tokens[:k]:
+                        assert xm.accept_token(t), "xgrammar rejected a token of the path"
+                    xgr_m.append(xm)
+            W = -(-vocab.size // 32)
+            host_bitmask = torch.empty((B, W), dtype=torch.int32, pin_memory=ctx.cuda)
+            dev_bitmask = torch.empty((B, W), dtype=torch.int32, device=dev)
+            for dname in ctx.dtypes:
+                logits = torch.randn((B, vocab.size), device=dev).to(DTYPES[dname])
+                row: dict = {"grammar": wl.name, "vocab": vocab.size, "batch": B, "dtype": dname}
+                if check is not None:
+                    before = logits.clone()
+                    mask_batch(logits, ours_m)
+                    row["masks_ok"] = bool(check(before, logits, ours_m))
+                prepared = prepare_batch(ours_m, dev)
 
-            def ours(i: int) -> None:
-                apply_prepared(logits, prepare_batch(ours_m, dev))
+                def ours(i: int) -> None:
+                    mask_batch(logits, ours_m)
+                    sync(dev)
 
-            def ours_cpu(i: int) -> None:
-                prepare_batch(ours_m, dev)
+                def ours_prepare(i: int) -> None:
+                    prepare_batch(ours_m, dev)
 
-            def theirs(i: int) -> None:
-                for b, xm in enumerate(xgr_m):
-                    xm.fill_next_token_bitmask(bitmask, b)
-                dev_bitmask.copy_(bitmask, non_blocking=True)
-                xgr.apply_token_bitmask_inplace(logits, dev_bitmask)
+                def ours_apply(i: int) -> None:
+                    apply_prepared(logits, prepared)
+                    sync(dev)
 
-            def theirs_cpu(i: int) -> None:
-                for b, xm in enumerate(xgr_m):
-                    xm.fill_next_token_bitmask(bitmask, b)
+                def xgr_fill(i: int) -> None:
+                    batch_filler.batch_fill_next_token_bitmask(xgr_m, host_bitmask)
 
-            row: dict = {"batch": B, "dtype": dname, "section": "end_to_end"}
-            fns = {"ours_e2e": ours, "ours_gather": ours_cpu}
-            if xgr is not None:
-                fns.update({"xgr_e2e": theirs, "xgr_fill": theirs_cpu})
-            for name, fn in fns.items():
-                med, low = time_cpu(lambda i: (fn(i), _sync(dev)), ctx.repeats, ctx.warmup)
-                row[f"{name}_us"], row[f"{name}_min_us"] = med * 1e6, low * 1e6
-            if xgr is not None:
-                row["speedup_vs_xgr"] = row["xgr_e2e_us"] / row["ours_e2e_us"]
-            out.append(row)
+                def xgr_e2e(i: int) -> None:
+                    xgr_fill(i)
+                    dev_bitmask.copy_(host_bitmask, non_blocking=True)
+                    xgr.apply_token_bitmask_inplace(logits, dev_bitmask)
+                    sync(dev)
+
+                fns = {"ours_e2e": ours, "ours_prepare": ours_prepare, "ours_apply": ours_apply}
+                if use_xgr:
+                    fns.update({"xgr_fill": xgr_fill, "xgr_e2e": xgr_e2e})
+                for name, fn in fns.items():
+                    med, low = time_cpu(fn, ctx.repeats, ctx.warmup)
+                    row[f"{name}_us"], row[f"{name}_min_us"] = med * 1e6, low * 1e6
+                if ctx.cuda:
+                    row.update(overlap_row(lambda: mask_batch(logits, ours_m), dev, ctx, "ours"))
+                    if use_xgr:
+                        row.update(overlap_row(lambda: xgr_e2e(0), dev, ctx, "xgr"))
+                if use_xgr:
+                    row["speedup_vs_xgr"] = row["xgr_e2e_us"] / row["ours_e2e_us"]
+                out.append(row)
     return out
+
+
+def overlap_row(step: Callable[[], None], dev: torch.device, ctx: BenchContext, name: str,
+                forward_s: float = 2e-3) -> dict:
+    """A stand-in forward (a GPU sleep) enqueued, then ``step``, then a sync: the CPU half hides behind it.
+
+    ``{name}_overlap_us`` ≈ ``forward_us`` + the launch's own GPU time when
+    the CPU half fully overlaps the forward.
+    """
+    cycles = _sleep_cycles(dev, forward_s)
+
+    def run(i: int) -> None:
+        torch.cuda._sleep(cycles)
+        step()
+        sync(dev)
+
+    def forward_only(i: int) -> None:
+        torch.cuda._sleep(cycles)
+        sync(dev)
+
+    return {f"{name}_overlap_us": time_cpu(run, ctx.repeats, 1)[0] * 1e6,
+            "forward_us": time_cpu(forward_only, ctx.repeats, 1)[0] * 1e6}
+
+
+_CYCLES: dict = {}
+
+
+def _sleep_cycles(dev: torch.device, seconds: float) -> int:
+    """GPU clock cycles of ``torch.cuda._sleep`` lasting about ``seconds`` (calibrated once)."""
+    if dev not in _CYCLES:
+        probe = 1_000_000
+        torch.cuda._sleep(probe)  # warm up
+        sync(dev)
+        t0 = time.perf_counter()
+        torch.cuda._sleep(probe)
+        sync(dev)
+        _CYCLES[dev] = probe / max(time.perf_counter() - t0, 1e-6)
+    return int(_CYCLES[dev] * seconds)
+
+
+def json_workload(vocab, *, with_xgrammar: bool, extra: dict, config=None) -> Workload:
+    """The JSON grammar (``JSON_KBNF``, eos mode) and a token path through ``bench_runtime.DOCUMENT``."""
+    from bench_runtime import DOCUMENT
+    from common import greedy_tokens
+
+    from kbnf_gpu import compile_grammar
+    from kbnf_gpu.grammars import JSON_KBNF
+
+    compiled = compile_grammar(JSON_KBNF, vocab, syntax="kbnf", end_mode="eos", config=config)
+    xgr_compiled = None
+    if with_xgrammar:
+        compiler = xgrammar_compiler(vocab, extra)
+        if compiler is not None:
+            xgr_compiled = compiler.compile_builtin_json_grammar()
+    return Workload("json", compiled, greedy_tokens(vocab, compiled, DOCUMENT.encode()), xgr_compiled)
+
+
+_XGR_COMPILERS: dict = {}
+
+
+def xgrammar_compiler(vocab, extra: dict):
+    """An xgrammar ``GrammarCompiler`` for the Llama-3 tokenizer, or None (reason in ``extra``)."""
+    if vocab.size in _XGR_COMPILERS:
+        return _XGR_COMPILERS[vocab.size]
+    compiler = None
+    try:
+        import xgrammar as xgr
+        from common import llama3_hf
+
+        info = xgr.TokenizerInfo.from_huggingface(llama3_hf(), vocab_size=vocab.size,
+                                                  stop_token_ids=list(vocab.eos_ids))
+        compiler = xgr.GrammarCompiler(info)
+    except Exception as e:  # noqa: BLE001 - optional peer
+        extra["xgrammar_e2e_error"] = repr(e)
+    _XGR_COMPILERS[vocab.size] = compiler
+    return compiler
 
 
 # ------------------------------------------------------------------ report
 
 
-def _fmt(v: float | None) -> str:
+def fmt(v: float | None) -> str:
     return "-" if v is None else (f"{v:9.1f}" if v < 1e5 else f"{v:9.0f}")
 
 
-def print_table(rows: list[dict], cuda: bool) -> None:
+def print_kernel_table(rows: list[dict], cuda: bool) -> None:
     cols = ["ours_us", "fill_us", "apply_us", "xgr_us", "floor_us", "ours_min_us", "xgr_min_us"]
     if cuda:
         cols += ["ours_eager_us", "xgr_eager_us"]
     print("# microseconds per call: median over repeats (min columns: fastest sample)")
-    head = f"{'B':>5} {'dtype':>5} " + " ".join(f"{c[:-3]:>9}" for c in cols) + "  ours/floor  xgr/ours"
+    head = f"{'V':>7} {'B':>5} {'dtype':>5} " + " ".join(f"{c[:-3]:>9}" for c in cols) + "  ours/floor  xgr/ours"
     print(head)
     print("-" * len(head))
     for r in rows:
-        ratio = r["ours_us"] / r["floor_us"] if r.get("ours_us") else None
-        vs = r["xgr_us"] / r["ours_us"] if r.get("xgr_us") and r.get("ours_us") else None
-        print(
-            f"{r['batch']:>5} {r['dtype']:>5} "
-            + " ".join(_fmt(r.get(c)) for c in cols)
-            + f"  {_fmt(ratio):>10}  {_fmt(vs):>8}"
-        )
+        print(f"{r['vocab']:>7} {r['batch']:>5} {r['dtype']:>5} " + " ".join(fmt(r.get(c)) for c in cols)
+              + f"  {fmt(r.get('ours_over_floor')):>10}  {fmt(r.get('xgr_over_ours')):>8}")
+
+
+def print_e2e_table(rows: list[dict]) -> None:
+    print("\n# end to end, B real matchers, steady state; microseconds per step")
+    print(f"{'grammar':>22} {'B':>5} {'dtype':>5} {'ours e2e':>10} {'prepare':>9} {'apply':>9} {'xgr e2e':>10} "
+          f"{'xgr fill':>10} {'speedup':>8} {'overlap':>9} {'forward':>9} {'ok':>3}")
+    for r in rows:
+        print(f"{r['grammar']:>22} {r['batch']:>5} {r['dtype']:>5} {fmt(r.get('ours_e2e_us')):>10} "
+              f"{fmt(r.get('ours_prepare_us')):>9} {fmt(r.get('ours_apply_us')):>9} {fmt(r.get('xgr_e2e_us')):>10} "
+              f"{fmt(r.get('xgr_fill_us')):>10} {fmt(r.get('speedup_vs_xgr')):>8} "
+              f"{fmt(r.get('ours_overlap_us')):>9} {fmt(r.get('forward_us')):>9} "
+              f"{'-' if 'masks_ok' not in r else ('yes' if r['masks_ok'] else 'NO'):>3}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -355,7 +509,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--vocab", type=int, default=128256)
     ap.add_argument("--repeats", type=int, default=None, help="timed samples (median)")
     ap.add_argument("--warmup", type=int, default=None)
-    ap.add_argument("--inner", type=int, default=20, help="GPU calls per timed sample")
+    ap.add_argument("--inner", type=int, default=20, help="GPU calls per timed sample (at most)")
+    ap.add_argument("--no-e2e", action="store_true",
+                    help="skip the end-to-end JSON section (run when --vocab is Llama-3's 128,256)")
     ap.add_argument("--out", default=None, help="JSON path (default benchmarks/out/bench_mask_<device>.json)")
     args = ap.parse_args(argv)
 
@@ -369,26 +525,18 @@ def main(argv: list[str] | None = None) -> int:
     print(f"# device={dev} backend: {note}")
     bw = measure_copy_bandwidth(dev)
     print(f"# copy bandwidth {bw / 1e9:.1f} GB/s (read+write)")
-    ctx = BenchContext(
-        device=dev,
-        batches=[int(b) for b in args.batch.split(",") if b],
-        dtypes=[d for d in args.dtype.split(",") if d],
-        vocab=args.vocab,
-        repeats=repeats,
-        warmup=warmup,
-        inner=args.inner,
-        copy_bw=bw,
-        backend_note=note,
-    )
+    ctx = BenchContext(device=dev, batches=[int(b) for b in args.batch.split(",") if b],
+                       dtypes=[d for d in args.dtype.split(",") if d], vocab=args.vocab, repeats=repeats,
+                       warmup=warmup, inner=args.inner, copy_bw=bw, backend_note=note)
     rows = kernel_rows(ctx)
-    print_table(rows, cuda)
-    e2e = end_to_end_rows(ctx)
-    if e2e:
-        print("\n# end to end, B real matchers (JSON grammar, Llama-3), steady state; microseconds per step")
-        print(f"{'B':>5} {'dtype':>5} {'ours e2e':>10} {'ours gather':>12} {'xgr e2e':>10} {'xgr fill':>10} {'speedup':>8}")
-        for r in e2e:
-            print(f"{r['batch']:>5} {r['dtype']:>5} {_fmt(r.get('ours_e2e_us')):>10} {_fmt(r.get('ours_gather_us')):>12} "
-                  f"{_fmt(r.get('xgr_e2e_us')):>10} {_fmt(r.get('xgr_fill_us')):>10} {r.get('speedup_vs_xgr', float('nan')):>8.2f}")
+    print_kernel_table(rows, cuda)
+    e2e = []
+    if args.vocab == 128256 and not args.no_e2e:
+        from kbnf_gpu import Vocabulary
+
+        e2e = end_to_end_rows(ctx, [json_workload(Vocabulary.from_name("llama3"), with_xgrammar=True,
+                                                  extra=ctx.extra)])
+        print_e2e_table(e2e)
 
     out = Path(args.out) if args.out else Path(__file__).resolve().parent / "out" / f"bench_mask_{dev.type}.json"
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -1,10 +1,10 @@
 """``mask_batch``: mask a whole batch of logits in one kernel launch.
 
 Per step only small index arrays travel to the device: each matcher's dense
-row ids (into its grammar's tables, resident on the device since first use)
+row slots (in the device's ``RowPool``, a bounded cache of table rows
+addressed by content; a row is uploaded the first time any grammar needs it)
 and its extra token ids, packed as CSR into one buffer and copied once.
-Matchers of different grammars can share a batch: their tables live in one
-device pool at different row offsets.
+Matchers of different grammars share a batch and a pool.
 """
 from __future__ import annotations
 
@@ -14,23 +14,20 @@ import numpy as np
 import torch
 
 from .kernels import RowPool, apply_token_masks, build_csr, fill_token_bitmask
+from .kernels.validate import check_indices
 from .runtime.matcher import Matcher
 
 
 def _gather(matchers: Sequence[Matcher | None], device: torch.device):
+    """Each matcher's mask as device row slots + extra ids (one pool call uploads every missing row)."""
     pool = None
-    row_lists: list = []
-    extra_lists: list = []
-    offsets: list[int] = []
-    skip: list[bool] = []
+    masks: list = []
     vocab_size = None
+    keys: list[bytes] = []
+    sources: list[tuple] = []  # (compiled, row id) behind each key
     for m in matchers:
-        parts = None if m is None else m.mask_parts()
-        if parts is None:  # finished or unconstrained: leave the row alone
-            row_lists.append(())
-            extra_lists.append(())
-            offsets.append(0)
-            skip.append(True)
+        if m is None or m.is_finished():
+            masks.append(None)
             continue
         compiled = m.compiled
         if vocab_size is None:
@@ -38,12 +35,29 @@ def _gather(matchers: Sequence[Matcher | None], device: torch.device):
             pool = RowPool.for_device(device, compiled.words)
         elif compiled.vocab.size != vocab_size:
             raise ValueError("all matchers of a batch must share one vocabulary size")
-        rows, extras = parts
-        offsets.append(pool.offset_of(compiled.table_key, compiled.dense_rows) if rows.size else 0)
-        row_lists.append(rows)
-        extra_lists.append(extras)
+        mask = compiled.mask(m.state)
+        row_keys = compiled.row_keys(mask)
+        keys.extend(row_keys)
+        sources.extend((compiled, r) for r in mask.rows.tolist())
+        masks.append(mask)
+    slots = pool.slots(keys, lambda positions: np.stack([sources[i][0].dense_rows[sources[i][1]] for i in positions])
+                       ) if keys else []
+    row_lists: list = []
+    extra_lists: list = []
+    skip: list[bool] = []
+    at = 0
+    for mask in masks:
+        if mask is None:  # finished or unconstrained: leave the row alone
+            row_lists.append(())
+            extra_lists.append(())
+            skip.append(True)
+            continue
+        n = mask.rows.size
+        row_lists.append(slots[at:at + n])
+        at += n
+        extra_lists.append(mask.extras)
         skip.append(False)
-    return pool, row_lists, extra_lists, offsets, skip, vocab_size
+    return pool, row_lists, extra_lists, skip, vocab_size
 
 
 class PreparedBatch:
@@ -75,25 +89,30 @@ def prepare_batch(
     device = torch.device(device)
     if device.type == "cpu" and backend is None:
         return _prepare_cpu(matchers, indices)
-    pool, row_lists, extra_lists, offsets, skip, vocab_size = _gather(matchers, device)
+    pool, row_lists, extra_lists, skip, vocab_size = _gather(matchers, device)
     if vocab_size is None:
         return None
-    csr = build_csr(row_lists, extra_lists, device=device, row_offsets=offsets,
-                    indices=None if indices is None else [int(i) for i in indices], skip=skip)
-    rows = pool.rows if pool.num_rows else torch.zeros((1, (vocab_size + 31) // 32), dtype=torch.int32,
-                                                         device=device)
+    rows = pool.rows
+    csr = build_csr(row_lists, extra_lists, device=device,
+                    indices=None if indices is None else [int(i) for i in indices], skip=skip,
+                    num_rows=rows.shape[0])
     return PreparedBatch(vocab_size, rows=rows, csr=csr)
 
 
-def apply_prepared(logits: torch.Tensor, prepared: PreparedBatch | None, *, backend: str | None = None) -> None:
-    """The device half of ``mask_batch``: one launch (or one vectorized pass on the CPU)."""
+def apply_prepared(logits: torch.Tensor, prepared: PreparedBatch | None, *, backend: str | None = None,
+                   validate: bool = True) -> None:
+    """The device half of ``mask_batch``: one launch (or one vectorized pass on the CPU).
+
+    ``validate=False`` skips the launch's value checks (a device sync on CUDA) for callers that checked
+    the indices on the host, as ``mask_batch`` does.
+    """
     if prepared is None:
         return
     if prepared.words is not None:
         _apply_cpu(logits, prepared)
     else:
         apply_token_masks(logits, prepared.rows, *prepared.csr.csr(), **prepared.csr.options(),
-                          vocab_size=prepared.vocab_size, backend=backend)
+                          vocab_size=prepared.vocab_size, backend=backend, validate=validate)
 
 
 def mask_batch(
@@ -117,7 +136,10 @@ def mask_batch(
         raise ValueError(f"{len(matchers)} matchers but only {logits.shape[0]} logits rows")
     if indices is not None and len(indices) != len(matchers):
         raise ValueError(f"{len(matchers)} matchers but {len(indices)} indices")
-    apply_prepared(logits, prepare_batch(matchers, logits.device, indices, backend=backend), backend=backend)
+    if indices is not None:  # on the host, so the launch needs no device sync
+        check_indices(indices, logits.shape[0])
+    apply_prepared(logits, prepare_batch(matchers, logits.device, indices, backend=backend), backend=backend,
+                   validate=False)
 
 
 def _prepare_cpu(matchers: Sequence[Matcher | None], indices) -> PreparedBatch | None:
@@ -164,11 +186,13 @@ def fill_bitmask_batch(
     Rows of ``None`` or finished matchers are left untouched (fill them with -1
     beforehand for "unconstrained", as xgrammar's callers do).
     """
-    pool, row_lists, extra_lists, offsets, skip, vocab_size = _gather(matchers, bitmask.device)
+    if indices is not None:  # on the host, so the launch needs no device sync
+        check_indices(indices, bitmask.shape[0], "bitmask")
+    pool, row_lists, extra_lists, skip, vocab_size = _gather(matchers, bitmask.device)
     if vocab_size is None:
         return
-    csr = build_csr(row_lists, extra_lists, device=bitmask.device, row_offsets=offsets,
-                    indices=None if indices is None else list(indices), skip=skip)
-    rows = pool.rows if pool.num_rows else torch.zeros((1, bitmask.shape[1]), dtype=torch.int32,
-                                                         device=bitmask.device)
-    fill_token_bitmask(bitmask, rows, *csr.csr(), **csr.options(), vocab_size=vocab_size, backend=backend)
+    rows = pool.rows
+    csr = build_csr(row_lists, extra_lists, device=bitmask.device,
+                    indices=None if indices is None else list(indices), skip=skip, num_rows=rows.shape[0])
+    fill_token_bitmask(bitmask, rows, *csr.csr(), **csr.options(), vocab_size=vocab_size, backend=backend,
+                       validate=False)

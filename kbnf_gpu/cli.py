@@ -69,7 +69,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
     vocab = Vocabulary.from_name(args.tokenizer) if "/" not in args.tokenizer and not Path(args.tokenizer).exists() \
         else Vocabulary.from_path(args.tokenizer)
     t0 = time.perf_counter()
-    compiled = compile_grammar(source, vocab, syntax=syntax, start=args.start, end_mode=args.end_mode,
+    compiled = compile_grammar(source, vocab, syntax=syntax, start=args.start, end_mode=args.end_mode, eager=True,
                                progress=None if args.quiet else _progress_bar())
     seconds = time.perf_counter() - t0
     size = compiled.save(args.output)

@@ -45,7 +45,7 @@ class CompileConfig:
     fuse: bool = True
     fuse_max_states: int = 256
     fuse_max_states_lexemes: int = 64
-    memo_limit: int = 1 << 20
+    memo_limit: int = 1 << 16
     mask_cache_limit: int = 1 << 14
     sparse_limit: int = 256
     use_tables: bool = True
@@ -62,8 +62,9 @@ class CompileConfig:
             elif f.type in ("bool", bool):
                 ok, need = isinstance(value, bool), "True or False"
             else:
-                ok = isinstance(value, int) and not isinstance(value, bool) and value >= 1
-                need = "a positive integer"
+                low = 0 if f.name == "sparse_limit" else 1  # sparse_limit=0: every row is a dense bitset
+                ok = isinstance(value, int) and not isinstance(value, bool) and value >= low
+                need = "a positive integer" if low else "an integer >= 0"
             if not ok:
                 raise OptionError(f"CompileConfig.{f.name} must be {need}, got {value!r}")
 

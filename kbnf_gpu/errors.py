@@ -93,3 +93,7 @@ class VocabularyError(KbnfGpuError, ValueError):
 
 class ArtifactError(KbnfGpuError, ValueError):
     """An artifact file that cannot be loaded (corrupt, wrong version, wrong vocabulary)."""
+
+
+class KernelInputError(KbnfGpuError, TypeError, ValueError):
+    """A mask-kernel argument of the wrong type, dtype, shape, device or value (raised before any launch)."""

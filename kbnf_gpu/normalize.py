@@ -317,6 +317,53 @@ class _Builder:
                 raise
 
 
+def _fuse_terminal_runs(b: _Builder, rules: list[tuple[int, tuple[int, ...]]]) -> list[tuple[int, tuple[int, ...]]]:
+    """Replace runs of adjacent terminals in a rule (``"," ws`` or ``string ws ":" ws``) by one terminal.
+
+    Fewer lexeme boundaries mean fewer Earley sets per document and fewer
+    tokens that cross two or more lexemes (whose masks need exact checks), and
+    the concatenated DFA of a few small terminals is cheap. A run is fused
+    greedily, left to right, while the DFA stays within ``fuse_max_states``.
+    """
+    limit = b.config.fuse_max_states
+    memo: dict[tuple[int, ...], int | None] = {}
+
+    def fused(run: tuple[int, ...]) -> int | None:
+        if run not in memo:
+            parts = [b.dfas[t] for t in run]
+            dfa = None
+            if sum(d.n_states for d in parts) <= 4 * limit:
+                try:
+                    dfa = dfa_concat(parts, max_states=limit)
+                except DFATooLarge:
+                    dfa = None
+            ok = dfa is not None and dfa.n_states <= limit and not dfa.is_empty()
+            memo[run] = b.fused_terminal(dfa, " ".join(b.terminals[t].name or "?" for t in run)) if ok else None
+        return memo[run]
+
+    out = []
+    for lhs, rhs in rules:
+        new: list[int] = []
+        run: list[int] = []  # terminals of the current run, fused so far into run_term
+        run_term: int | None = None
+        for sym in rhs + (0,):  # a nonterminal sentinel flushes the last run
+            if sym < 0 and run:
+                candidate = fused((*run, ~sym)) if len(run) < 64 else None
+                if candidate is not None:
+                    run.append(~sym)
+                    run_term = candidate
+                    continue
+            if run:
+                new.append(term_sym(run_term if run_term is not None else run[0]))
+                run, run_term = [], None
+            if sym < 0:
+                run, run_term = [~sym], ~sym
+            else:
+                new.append(sym)
+        out.append((lhs, tuple(new[:-1])))
+    return out
+
+
 def _flatten_choice(expr: ir.Choice) -> list[ir.Expr]:
     out: list[ir.Expr] = []
     stack: list[ir.Expr] = [expr]
@@ -493,6 +540,8 @@ def normalize(grammar: ir.Grammar, config: NormalizeConfig | None = None) -> Bnf
     b.build()
     start = b.index[AUGMENTED_START]
     rules = list(dict.fromkeys(b.rules))  # drop duplicate alternatives, keep order
+    if config.fuse:
+        rules = list(dict.fromkeys(_fuse_terminal_runs(b, rules)))
     empty_terms = {t for t, d in enumerate(b.dfas) if d.is_empty()}
     productive = _productive(rules, empty_terms)
     user_start = b.index[grammar.start]

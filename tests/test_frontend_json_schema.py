@@ -16,8 +16,8 @@ cannot be put in one order (``anyOf`` of property sets...) are checked with
 """
 from __future__ import annotations
 
+import base64
 import importlib
-
 import importlib.util
 import json
 import random
@@ -36,10 +36,12 @@ from kbnf_gpu.frontends import parse_grammar
 from kbnf_gpu.frontends.json_schema import JsonSchemaWarning, parse_json_schema
 from kbnf_gpu.frontends.json_schema._pattern import PatternError, pattern_language
 from kbnf_gpu.frontends.json_schema._pyre import to_python
+from kbnf_gpu.frontends.json_schema._keys import other_keys
 from kbnf_gpu.frontends.json_schema._strings import CHAR, encode_text, quoted
 from kbnf_gpu.frontends.json_schema.formats import FORMATS, format_language
 from kbnf_gpu.frontends.json_schema.numbers import decimal_range, integer_range, multiple_of_regex
 from kbnf_gpu.frontends.json_schema._rx import rep
+from kbnf_gpu.frontends.json_schema.sample import sample_texts
 
 jsonschema = importlib.import_module("jsonschema")
 FORMAT_CHECKER = jsonschema.Draft202012Validator.FORMAT_CHECKER
@@ -147,82 +149,6 @@ def reorder(v: Any, schema: Any, root: Any) -> Any:
     return v
 
 
-# ---------------------------------------------------------- grammar sampler
-
-
-def _sample_rx(e: Any, rnd: random.Random, out: list[str]) -> None:
-    stack = [e]
-    while stack:
-        x = stack.pop()
-        if isinstance(x, ir.Literal):
-            out.append(x.value.decode())
-        elif isinstance(x, ir.CharClass):
-            low = [(a, min(b, 0x7E)) for a, b in x.ranges if a <= 0x7E]
-            a, b = rnd.choice(low) if low and rnd.random() < 0.8 else rnd.choice(x.ranges)
-            out.append(chr(rnd.randint(a, b)))
-        elif isinstance(x, ir.Concat):
-            stack.extend(reversed(x.parts))
-        elif isinstance(x, ir.Alternation):
-            stack.append(rnd.choice(x.options))
-        elif isinstance(x, ir.Repeat):
-            hi = x.min + 3 if x.max is None else min(x.max, x.min + 3)
-            if x.max is not None and rnd.random() < 0.1:
-                hi = x.max
-            stack.extend([x.item] * rnd.randint(x.min, hi))
-        else:  # pragma: no cover
-            raise TypeError(x)
-
-
-def sample_texts(g: ir.Grammar, n: int, seed: int = 0, max_depth: int = 6) -> list[str]:
-    """Random sentences of ``g`` (derivation depth bounded by preferring shallow alternatives)."""
-    rules = {r.name: r.body for r in g.rules}
-    inf = 10**9
-    h = dict.fromkeys(rules, inf)
-
-    def height(e: Any) -> int:
-        if isinstance(e, ir.Terminal):
-            return 0
-        if isinstance(e, ir.Ref):
-            return min(h[e.name] + 1, inf)
-        if isinstance(e, ir.Sequence):
-            return max((height(x) for x in e.items), default=0)
-        if isinstance(e, ir.Choice):
-            return min((height(x) for x in e.alternatives), default=inf)
-        return 0 if e.min == 0 else height(e.item)
-
-    changed = True
-    while changed:
-        changed = False
-        for name, body in rules.items():
-            v = height(body)
-            if v < h[name]:
-                h[name], changed = v, True
-    rnd = random.Random(seed)
-    texts = []
-    for _ in range(n):
-        out: list[str] = []
-        stack: list[tuple[Any, int]] = [(rules[g.start], 0)]
-        while stack:
-            e, d = stack.pop()
-            if isinstance(e, ir.Terminal):
-                _sample_rx(e.expr, rnd, out)
-            elif isinstance(e, ir.Ref):
-                stack.append((rules[e.name], d + 1))
-            elif isinstance(e, ir.Sequence):
-                stack.extend((x, d) for x in reversed(e.items))
-            elif isinstance(e, ir.Choice):
-                alts = [a for a in e.alternatives if height(a) < inf]
-                if d > max_depth:
-                    best = min(height(a) for a in alts)
-                    alts = [a for a in alts if height(a) == best]
-                stack.append((rnd.choice(alts), d))
-            else:
-                hi = e.min + 3 if e.max is None else min(e.max, e.min + 3)
-                stack.extend([(e.item, d)] * (e.min if d > max_depth else rnd.randint(e.min, hi)))
-        texts.append("".join(out))
-    return texts
-
-
 class _Duplicate(Exception):
     pass
 
@@ -265,6 +191,50 @@ def test_grammar_shape_and_terminal_reuse() -> None:
     # json_object and the syntax dispatcher
     assert parse_grammar({"type": "object"}, "json_object") == parse_json_schema({"type": "object"})
     assert parse_grammar('{"type": "integer"}', "json_schema") == parse_json_schema({"type": "integer"})
+
+
+def _terminals(g: ir.Grammar) -> list[ir.Terminal]:
+    out: list[ir.Terminal] = []
+    stack: list[Any] = [r.body for r in g.rules]
+    while stack:
+        e = stack.pop()
+        if isinstance(e, ir.Terminal):
+            out.append(e)
+        else:
+            stack.extend(ir.children(e))
+    return out
+
+
+def test_terminals_are_shared_across_schemas() -> None:
+    """The pieces every schema uses are the same ``ir.Terminal`` objects in every grammar of the process
+    (so the DFA and token-row caches hit): strings, numbers, literals, punctuation, keys, counted strings."""
+    one = parse_json_schema({"type": "object", "properties": {"name": {"type": "string"}, "n": {"type": "integer"},
+                                                              "code": {"type": "string", "minLength": 4, "maxLength": 30}}})
+    two = parse_json_schema({"type": "array", "items": {"type": "object", "properties": {
+        "name": {"type": ["string", "null"]}, "id": {"type": "string", "minLength": 57, "maxLength": 57},
+        "ok": {"type": "boolean"}, "n": {"type": "integer"}}}})
+    firsts: dict[Any, ir.Terminal] = {}
+    shared = 0
+    for t in _terminals(one) + _terminals(two):
+        if t in firsts:
+            assert t is firsts[t], t.name  # equal languages are one object
+            shared += 1
+        firsts.setdefault(t, t)
+    names = {t.name for t in firsts}
+    assert {"string", "integer", "key", "colon", "comma", "lbrace", "rbrace", "string_chunk", "string_tail"} <= names
+    keys = [t for t in firsts if t.name == "key"]
+    assert ir.Terminal(ir.Literal(b'"name"')) in keys  # a declared key is a literal terminal of its own
+    assert shared >= 8
+    # counted strings never make a terminal longer than one chunk, whatever the bounds
+    from kbnf_gpu.frontends.json_schema._long_strings import STRING_CHUNK
+
+    for lo, hi in ((4, 30), (57, 57), (0, 5000), (100, None), (3, 3)):
+        g = parse_json_schema({"type": "string", "minLength": lo, **({"maxLength": hi} if hi is not None else {})})
+        for t in _terminals(g):
+            if isinstance(t.expr, ir.Repeat) or (isinstance(t.expr, ir.Concat) and any(
+                    isinstance(p, ir.Repeat) and p.item == CHAR for p in t.expr.parts)):
+                reps = [p for p in ([t.expr] if isinstance(t.expr, ir.Repeat) else t.expr.parts) if isinstance(p, ir.Repeat)]
+                assert all(r.min <= STRING_CHUNK and (r.max is None or r.max <= STRING_CHUNK) for r in reps), (lo, hi)
 
 
 def test_whitespace_modes_ir() -> None:
@@ -428,7 +398,15 @@ def test_formats_against_checker() -> None:
         "hostname": (["example.com", "a", "xn--h2brj9c8c.in"], ["-a.com", "a..b", "a_b", "a" * 64]),
         "uri": (["http://example.com/a?b#c", "urn:isbn:123", "mailto:a@b.c", "a:"], ["http://a b", "//a", "1a:b", "http://[::1]/"]),
         "json-pointer": (["", "/a/b", "/~0~1"], ["a", "/~2"]),
+        "byte": (["", "YQ==", "YWI=", "YWJj", "+/9z", "AAAAYQ=="], ["Y", "YQ", "YQ=", "a=b=", "Y===", "YQ==YQ=="]),
     }
+    r = rx(format_language("byte"))  # OpenAPI base64: whatever b64decode(validate=True) takes, padded
+    for s in ("".join(rnd.choice("AZaz09+/=-") for _ in range(rnd.randint(0, 9))) for _ in range(3000)):
+        try:
+            ok = len(s) % 4 == 0 and base64.b64decode(s, validate=True) is not None
+        except ValueError:
+            ok = False
+        assert bool(r.fullmatch(s)) == ok, s
     for fmt, (good, bad) in examples.items():
         r = rx(format_language(fmt))
         assert all(r.fullmatch(s) for s in good), fmt
@@ -468,10 +446,18 @@ def test_annotations_and_unknown_keywords_are_ignored() -> None:
         warnings.simplefilter("error")
         g = parse_json_schema(
             {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": "https://x/y.json", "title": "t",
-             "description": "d", "default": 1, "examples": [1], "$comment": "c", "x-vendor": 1, "format": "int32",
-             "type": "integer", "then": {}, "deprecated": True}
+             "description": "d", "default": 1, "examples": [1], "$comment": "c", "x-vendor": 1, "format": "x-made-up",
+             "type": "integer", "then": {}, "deprecated": True, "x-kubernetes-list-type": "atomic", "double": {}}
         )
     assert g == parse_json_schema({"type": "integer"})
+    # OpenAPI's formats: integer ranges are bounds, float/double/binary/password annotations
+    int32 = {"minimum": -(2**31), "maximum": 2**31 - 1}
+    assert parse_json_schema({"type": ["integer", "null"], "format": "int32"}) == parse_json_schema(
+        {"type": ["integer", "null"], **int32})
+    assert parse_json_schema({"type": "integer", "format": "uint8", "maximum": 300}) == parse_json_schema(
+        {"type": "integer", "minimum": 0, "maximum": 255})
+    for fmt, kind in (("double", "number"), ("float", "number"), ("binary", "string"), ("password", "string")):
+        assert parse_json_schema({"type": kind, "format": fmt}) == parse_json_schema({"type": kind})
 
 
 def test_unique_items_warns() -> None:
@@ -906,13 +892,40 @@ def test_any_order_is_exact_and_rejects_duplicates() -> None:
 @needs_check
 def test_additional_keys_cannot_spell_declared_keys() -> None:
     """Declared keys are matched in their json.dumps spellings only; no other spelling
-    of a declared key may slip through as an additional key."""
+    of a declared key may slip through as an additional key. Additional keys may
+    not escape printable ASCII needlessly until they leave every declared name
+    (``_keys``): ``"\\u0062"`` is refused beside ``"a"`` alone, ``"b\\u0062"`` is not."""
     chk = Checker({"type": "object", "properties": {"a": {"type": "integer"}, "é": {"type": "integer"}},
                    "additionalProperties": {"type": "string"}})
     assert chk.complete('{"a": 1}') and chk.complete('{"b": "x"}') and chk.complete('{"\\u0062": "x"}')
     assert chk.complete('{"é": 1}') and chk.complete('{"\\u00e9": 1}')
     for bad in ['{"\\u0061": "x"}', '{"a": "x"}', '{"\\u00E9": "x"}', '{"\\u00e9": "x"}', '{"é": "x"}']:
         assert not chk.complete(bad), bad
+    chk = Checker({"type": "object", "properties": {"ab": {"type": "integer"}}, "additionalProperties": {"type": "string"}})
+    for good in ['{"a": "x"}', '{"abc": "x"}', '{"ac\\u0063": "x"}', '{"\\n": "x"}', '{"a\\u00e9": "x"}',
+                 '{"x\\u0061b": "x"}']:
+        assert chk.complete(good), good
+    for bad in ['{"ab": "x"}', '{"\\u0061b": "x"}', '{"a\\u0062": "x"}', '{"\\u0078": "x"}', '{"a\\u0063": "x"}']:
+        assert not chk.complete(bad), bad
+
+
+def test_other_keys_brute_force() -> None:
+    """Every key the additional-key language accepts decodes to an undeclared key; every undeclared
+    key is accepted as json.dumps writes it (both ``ensure_ascii`` settings), over a small alphabet."""
+    rnd = random.Random(3)
+    alphabet = 'ab"\\é\n/'
+    for _ in range(60):
+        names = tuple(sorted({"".join(rnd.choice(alphabet) for _ in range(rnd.randint(0, 3)))
+                              for _ in range(rnd.randint(0, 4))}))
+        r = rx(quoted(other_keys(names)))
+        for _ in range(300):
+            k = "".join(rnd.choice(alphabet) for _ in range(rnd.randint(0, 4)))
+            spelled = "".join(rnd.choice([json.dumps(c)[1:-1], "\\u%04x" % ord(c), "\\u%04X" % ord(c)]) for c in k)
+            for text in (json.dumps(k), json.dumps(k, ensure_ascii=False), f'"{spelled}"'):
+                if r.fullmatch(text):
+                    assert json.loads(text) not in names, (names, text)
+            if k not in names:
+                assert r.fullmatch(json.dumps(k, ensure_ascii=False)) and r.fullmatch(json.dumps(k)), (names, k)
 
 
 @needs_check

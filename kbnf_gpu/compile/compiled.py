@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import uuid
 from dataclasses import asdict
 from functools import lru_cache
 from typing import Any, Callable
@@ -19,8 +18,10 @@ import numpy as np
 from ..budget import compile_budget
 from ..config import CompileConfig
 from ..frontends import parse_grammar
-from ..normalize import BnfGrammar, NormalizeConfig, normalize
-from ..runtime.earley import DEAD, BoundedCache, EarleyParser
+from ..normalize import BnfGrammar, normalize
+from ..runtime.caches import GenerationalCache
+from ..runtime.earley import DEAD, EarleyParser, ParserState
+from ..runtime.masks import Mask, MaskBuilder
 from ..runtime.reference_mask import SortedTokens, reference_allowed
 from ..errors import OptionError
 from ..vocab import Vocabulary
@@ -36,14 +37,30 @@ def steppable_token_bytes(vocab: Vocabulary) -> tuple[bytes | None, ...]:
     return tuple(out)
 
 
+_EMPTY_ROWS = np.zeros(0, dtype=np.int32)
+_EMPTY_ROWS.setflags(write=False)
+
+
+def _frozen(array: np.ndarray) -> np.ndarray:
+    array.setflags(write=False)
+    return array
+
+
 def grammar_hash(source: Any, syntax: str, start: str | None, options: dict) -> str:
     text = source if isinstance(source, str) else json.dumps(source, sort_keys=True)
+    if options.get("registry") is not None:  # a JSON Schema registry: its URIs (its documents can be megabytes)
+        options = {**options, "registry": sorted(map(str, options["registry"]))}
     blob = json.dumps([text, syntax, start, sorted(options.items(), key=str)], default=str)
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
 class CompiledGrammar:
-    """A grammar compiled for one vocabulary; share it between all matchers of that grammar."""
+    """A grammar compiled for one vocabulary; share it between all matchers (and threads) of that grammar.
+
+    It owns the shared runtime pieces: the Earley parser, the token tables
+    (filled on first use unless built eagerly), and the mask builder. Every
+    cache behind them is bounded (``cache_stats()`` shows their sizes).
+    """
 
     def __init__(
         self,
@@ -56,7 +73,7 @@ class CompiledGrammar:
         tables: Any = None,
     ) -> None:
         if end_mode not in ("eager", "eos"):
-            raise ValueError(f"end_mode must be 'eager' or 'eos', not {end_mode!r}")
+            raise OptionError(f"end_mode must be 'eager' or 'eos', not {end_mode!r}")
         self.bnf = bnf
         self.vocab = vocab
         self.config = config
@@ -64,91 +81,109 @@ class CompiledGrammar:
         self.source_hash = source_hash
         self.parser = EarleyParser(bnf, memo_limit=config.memo_limit)
         self.initial_state = self.parser.initial_state
-        self.eos_ids = np.array(vocab.eos_ids, dtype=np.int32)
+        self.eos_ids = _frozen(np.array(sorted(set(int(i) for i in vocab.eos_ids)), dtype=np.int32))
         self.eos_set = frozenset(int(i) for i in vocab.eos_ids)
         self._token_bytes = steppable_token_bytes(vocab)
         self.words = (vocab.size + 31) // 32
         self.tables = tables
-        self.table_key = uuid.uuid4().hex  # names this grammar's rows in a device RowPool
-        self.dense_rows = tables.rows if tables is not None else np.zeros((0, self.words), dtype=np.uint32)
-        self._token_memo = BoundedCache(config.memo_limit)
-        self._mask_cache = BoundedCache(config.mask_cache_limit)
-        self._bitset_cache = BoundedCache(config.mask_cache_limit)
-        self._ids_cache = BoundedCache(config.mask_cache_limit)
+        self._token_memo = GenerationalCache(config.memo_limit)
+        self._masks = (MaskBuilder(self.parser, tables, vocab, self._token_bytes, cache_limit=config.mask_cache_limit)
+                       if tables is not None and config.use_tables else None)
         self._sorted_tokens: SortedTokens | None = None
+
+    @property
+    def dense_rows(self) -> np.ndarray:
+        """``uint32 [R, W]``: the table rows computed so far (``mask_parts`` row ids index it)."""
+        if self.tables is None:
+            return np.zeros((0, self.words), dtype=np.uint32)
+        return self.tables.rows
+
+    def cache_stats(self) -> dict:
+        """Sizes of the shared runtime caches (all bounded; parser states and sets are freed when unused)."""
+        stats = self.parser.cache_stats()
+        stats["token_steps"] = len(self._token_memo)
+        if self._masks is not None:
+            stats.update(self._masks.cache_stats())
+        if self.tables is not None:
+            stats.update(self.tables.summary())
+        return stats
 
     # ------------------------------------------------------------- stepping
 
-    def step_token(self, state: int, token_id: int) -> tuple[int, bool]:
+    def step_token(self, state: ParserState, token_id: int) -> tuple[ParserState, bool]:
         """(state after the token's bytes, whether the grammar completed at a byte boundary inside it)."""
-        key = (state, token_id)
-        hit = self._token_memo.get(key)
+        key = (state.uid, token_id)
+        hit = self._token_memo[key]
         if hit is not None:
             return hit
         data = self._token_bytes[token_id]
-        if data is None:
-            result = (DEAD, False)
-        else:
-            new_state, passed, _ = self.parser.step_bytes(state, data)
-            result = (new_state, passed)
-        self._token_memo.put(key, result)
-        return result
+        result = (DEAD, False) if data is None else self.parser.step_token(state, data)
+        return self._token_memo.put(key, result)
 
     # ---------------------------------------------------------------- masks
 
-    def reference_allowed_ids(self, state: int) -> np.ndarray:
+    def reference_allowed_ids(self, state: ParserState) -> np.ndarray:
         """The exact allowed set by walking every token through the parser (slow; the oracle)."""
         if self._sorted_tokens is None:
             self._sorted_tokens = SortedTokens(self.vocab)
         ids = reference_allowed(self.parser, state, self._sorted_tokens)
         return self._with_eos(state, ids)
 
-    def _with_eos(self, state: int, ids: np.ndarray) -> np.ndarray:
-        if self.end_mode == "eos" and self.parser.is_accepting(state) and self.eos_ids.size:
+    def _with_eos(self, state: ParserState, ids: np.ndarray) -> np.ndarray:
+        if self.end_mode == "eos" and state.accepting and self.eos_ids.size:
             ids = np.union1d(ids, self.eos_ids).astype(np.int32)
         return ids
 
-    def mask_parts(self, state: int) -> tuple[np.ndarray, np.ndarray]:
-        """(dense row ids into ``self.tables.rows``, extra token ids) whose union is the allowed set."""
-        hit = self._mask_cache.get(state)
-        if hit is None:
-            if self.tables is not None and self.config.use_tables:
-                rows, extras = self.tables.state_mask(self, state)
-                hit = (rows, self._with_eos(state, extras))
+    def mask(self, state: ParserState) -> Mask:
+        """The state's mask (computed once per state, shared by every matcher in it)."""
+        mask = state.mask
+        if mask is None:
+            if self._masks is not None:
+                rows, extras = self._masks.parts(state)
             else:
-                hit = (np.zeros(0, dtype=np.int32), self.reference_allowed_ids(state))
-            for array in hit:  # shared by every matcher: nobody may write into it
-                array.setflags(write=False)
-            self._mask_cache.put(state, hit)
-        return hit
+                rows, extras = _EMPTY_ROWS, self.reference_allowed_ids(state)
+            if self.end_mode == "eos" and state.accepting:
+                extras = self._with_eos(state, extras)
+            mask = state.mask = Mask(rows, _frozen(extras))
+        return mask
 
-    def allowed_bitset(self, state: int) -> np.ndarray:
-        """The allowed set as ``uint32[ceil(V/32)]`` words (bit t%32 of word t//32)."""
-        hit = self._bitset_cache.get(state)
-        if hit is None:
-            rows, extras = self.mask_parts(state)
-            words = np.zeros(self.words, dtype=np.uint32)
-            if rows.size:
-                np.bitwise_or.reduce(self.tables.rows[rows], axis=0, out=words)
+    def mask_parts(self, state: ParserState) -> tuple[np.ndarray, np.ndarray]:
+        """(dense row ids into ``dense_rows``, extra token ids) whose union is the allowed set (read-only arrays)."""
+        mask = self.mask(state)
+        return mask.rows, mask.extras
+
+    def row_keys(self, mask: Mask) -> tuple[bytes, ...]:
+        """Content digests of the mask's dense rows (their addresses in a device ``RowPool``)."""
+        keys = mask.row_keys
+        if keys is None:
+            row_key = self.tables.store.row_key
+            keys = mask.row_keys = tuple(row_key(r) for r in mask.rows.tolist())
+        return keys
+
+    def allowed_bitset(self, state: ParserState) -> np.ndarray:
+        """The allowed set as read-only ``uint32[ceil(V/32)]`` words (bit t%32 of word t//32)."""
+        mask = self.mask(state)
+        bits = mask.bits
+        if bits is None:
+            bits = np.zeros(self.words, dtype=np.uint32)
+            if mask.rows.size:
+                np.bitwise_or.reduce(self.dense_rows[mask.rows], axis=0, out=bits)
+            extras = mask.extras
             if extras.size:
-                np.bitwise_or.at(words, extras >> 5, (np.uint32(1) << (extras & 31).astype(np.uint32)))
-            hit = words
-            hit.setflags(write=False)
-            self._bitset_cache.put(state, hit)
-        return hit
+                np.bitwise_or.at(bits, extras >> 5, (np.uint32(1) << (extras & 31).astype(np.uint32)))
+            mask.bits = _frozen(bits)
+        return bits
 
-    def allowed_ids(self, state: int) -> np.ndarray:
-        """Sorted int32 ids of the allowed tokens in ``state``."""
-        rows, extras = self.mask_parts(state)
-        if not rows.size:
-            return extras
-        hit = self._ids_cache.get(state)
-        if hit is None:
+    def allowed_ids(self, state: ParserState) -> np.ndarray:
+        """Sorted read-only int32 ids of the allowed tokens in ``state``."""
+        mask = self.mask(state)
+        if not mask.rows.size:
+            return mask.extras
+        ids = mask.ids
+        if ids is None:
             bits = np.unpackbits(self.allowed_bitset(state).view(np.uint8), bitorder="little")
-            hit = np.flatnonzero(bits[: self.vocab.size]).astype(np.int32)
-            hit.setflags(write=False)
-            self._ids_cache.put(state, hit)
-        return hit
+            ids = mask.ids = _frozen(np.flatnonzero(bits[: self.vocab.size]).astype(np.int32))
+        return ids
 
     # ------------------------------------------------------------ artifact
 
@@ -186,6 +221,7 @@ def compile_grammar(
     end_mode: str | None = None,
     *,
     config: CompileConfig | None = None,
+    eager: bool = False,
     progress: Callable[[str, int, int], None] | None = None,
     **options: Any,
 ) -> CompiledGrammar:
@@ -194,7 +230,14 @@ def compile_grammar(
     ``end_mode`` is ``"eager"`` (finish as soon as the output is a sentence;
     KBNF's default) or ``"eos"`` (the EOS token ends the output; the default of
     the other syntaxes). ``options`` go to the front end (JSON Schema options).
-    ``progress(stage, done, total)`` is called during table building.
+
+    Two kinds of user, one design. By default only the grammar-level work is
+    done here (front end, BNF, terminal DFAs, the parser's start): a token
+    table row is computed the first time a matcher reaches its terminal and
+    shared from then on, so a per-request JSON Schema is ready in milliseconds.
+    ``eager=True`` computes every reachable table now, for a fixed grammar
+    that is compiled once and saved as an artifact (``save`` does it anyway);
+    ``progress(stage, done, total)`` is called while it runs.
     """
     config = config or CompileConfig()
     if not isinstance(config, CompileConfig):
@@ -207,7 +250,7 @@ def compile_grammar(
         if config.use_tables:
             from .grammar_tables import build_grammar_tables
 
-            tables = build_grammar_tables(bnf, vocab, config=config, progress=progress)
+            tables = build_grammar_tables(bnf, vocab, config=config, eager=eager, progress=progress)
     return CompiledGrammar(
         bnf,
         vocab,

@@ -11,9 +11,7 @@ For every terminal ``t`` and DFA state ``q`` (see ``tables``):
 At run time a scan pair ``(item, t, q)`` allows ``INSIDE[t][q]``, plus
 ``CROSS[t, t2][q]`` for the terminals ``t2`` the parser actually expects after
 the item's terminal, plus the ``DEEP[t, t2][q]`` candidates (same ``t2``) that
-survive the exact check.
-A state's mask is the union over its pairs: a tuple of dense row ids and a
-short array of extra token ids.
+survive the exact check (``kbnf_gpu.runtime.masks``).
 """
 from __future__ import annotations
 
@@ -22,14 +20,13 @@ from typing import TYPE_CHECKING, Callable
 import numpy as np
 
 from ..normalize import BnfGrammar
-from ..runtime.earley import DEAD
-from .row_store import RowStore, is_dense_ref
+from .row_store import RowStore
 from .table_cache import TableCache
 from .token_trie import TokenTrie
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..vocab import Vocabulary
-    from .compiled import CompileConfig, CompiledGrammar
+    from .compiled import CompileConfig
 
 _DEFAULT_CACHES: dict[tuple[str | None, int], TableCache] = {}
 
@@ -98,94 +95,103 @@ def terminal_follow(grammar: BnfGrammar) -> list[set[int]]:
 
 
 class GrammarTables:
-    """Token tables of one grammar for one vocabulary, plus the per-pair mask cache."""
+    """Token tables of one grammar for one vocabulary, computed on first use.
+
+    ``inside_refs(t)`` and ``cross_refs/deep_refs(t, t2)`` are arrays of row
+    references (one per DFA state of ``t``) into ``store``. Nothing is
+    computed until a parser state needs it, so compiling a grammar does only
+    the grammar-level work; the vocabulary walks behind a table are shared by
+    every grammar with the same terminal DFAs (``TableCache``, keyed by DFA
+    fingerprints). ``build_all`` computes everything up front (artifacts).
+    """
 
     def __init__(
         self,
+        grammar: BnfGrammar,
+        trie: TokenTrie,
+        cache: TableCache,
         store: RowStore,
-        inside: list[np.ndarray],
-        cross: dict[tuple[int, int], np.ndarray],
-        deep: dict[tuple[int, int], np.ndarray],
+        inside: dict[int, np.ndarray] | None = None,
+        cross: dict[tuple[int, int], np.ndarray] | None = None,
+        deep: dict[tuple[int, int], np.ndarray] | None = None,
     ) -> None:
+        self.grammar = grammar
+        self.trie = trie
+        self.cache = cache
         self.store = store
-        self.rows = store.dense_rows()
-        self.inside = inside
-        self.cross = cross
-        self.deep = deep
-        self._pair_cache: dict[tuple, tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]] = {}
-        self._follow_cache: dict[tuple, tuple[int, ...]] = {}
+        self.inside: dict[int, np.ndarray] = dict(inside or {})
+        self.cross: dict[tuple[int, int], np.ndarray] = dict(cross or {})
+        self.deep: dict[tuple[int, int], np.ndarray] = dict(deep or {})
+
+    @property
+    def rows(self) -> np.ndarray:
+        """``uint32 [R, W]``: the dense rows computed so far (row references index it)."""
+        return self.store.dense_rows()
 
     def summary(self) -> dict:
         return {
-            "dense_rows": int(self.rows.shape[0]),
+            "dense_rows": int(self.store.dense_count),
             "sparse_lists": self.store.sparse_count,
             "table_bytes": self.store.nbytes(),
+            "terminal_tables": len(self.inside),
+            "pair_tables": len(self.cross),
         }
 
-    # ---------------------------------------------------------------- runtime
+    # --------------------------------------------------------------- lookups
 
-    def _expected_after(self, compiled: "CompiledGrammar", item: tuple) -> tuple[int, ...]:
-        """Terminals the parser expects right after ``item``'s terminal completes."""
-        hit = self._follow_cache.get(item)
-        if hit is None:
-            parser = compiled.parser
-            rule, dot, origin = item
-            _, scans, _ = parser._build_set(((rule, dot + 1, origin),))
-            hit = tuple(sorted({t for _, t in scans if parser.has_exit[t][0]}))
-            self._follow_cache[item] = hit
-        return hit
+    def inside_refs(self, t: int) -> np.ndarray:
+        refs = self.inside.get(t)
+        if refs is None:
+            sets = self.cache.inside(self.grammar.dfas[t], self.trie)
+            refs = self.inside[t] = np.array(self.store.add_all(sets), dtype=np.int64)
+        return refs
 
-    def _pair_refs(self, compiled: "CompiledGrammar", item: tuple, t: int, q: int):
-        key = (item, t, q)
-        hit = self._pair_cache.get(key)
-        if hit is None:
-            refs = [int(self.inside[t][q])]
-            deep = []
-            for t2 in self._expected_after(compiled, item):
-                refs.append(int(self.cross[(t, t2)][q]))
-                deep.append(int(self.deep[(t, t2)][q]))
-            dense = tuple(r for r in refs if is_dense_ref(r))
-            sparse = tuple(r for r in refs if not is_dense_ref(r) and r != -1)
-            hit = (dense, sparse, tuple(r for r in deep if r != -1))
-            if len(self._pair_cache) > 1 << 16:
-                self._pair_cache.clear()
-            self._pair_cache[key] = hit
-        return hit
+    def cross_refs(self, t: int, t2: int) -> np.ndarray:
+        refs = self.cross.get((t, t2))
+        if refs is None:
+            self._pair(t, t2)
+            refs = self.cross[(t, t2)]
+        return refs
 
-    def state_mask(self, compiled: "CompiledGrammar", state: int) -> tuple[np.ndarray, np.ndarray]:
-        """(dense row ids, extra token ids) whose union is exactly the tokens allowed in ``state``."""
-        dense: set[int] = set()
-        sparse: set[int] = set()
-        deep: set[int] = set()
-        for item, t, q in compiled.parser.state_pairs[state]:
-            d, s, dp = self._pair_refs(compiled, item, t, q)
-            dense.update(d)
-            sparse.update(s)
-            deep.update(dp)
-        store = self.store
-        parts = [store.get(r).to_ids() for r in sparse]
-        candidates = [store.get(r).to_ids() for r in deep]
-        extras = np.unique(np.concatenate(parts)).astype(np.int32) if parts else np.zeros(0, np.int32)
-        rows = np.array(sorted(dense), dtype=np.int32)
-        if candidates:
-            cand = np.unique(np.concatenate(candidates))
-            if rows.size:
-                words = np.bitwise_or.reduce(self.rows[rows], axis=0)
-                covered = (words[cand >> 5] >> (cand & 31).astype(np.uint32)) & 1
-                cand = cand[covered == 0]
-            cand = np.setdiff1d(cand, extras, assume_unique=True)
-            step = compiled.step_token
-            ok = [int(tid) for tid in cand if step(state, int(tid))[0] != DEAD]
-            if ok:
-                extras = np.union1d(extras, np.array(ok, dtype=np.int32)).astype(np.int32)
-        return rows, extras
+    def deep_refs(self, t: int, t2: int) -> np.ndarray:
+        refs = self.deep.get((t, t2))
+        if refs is None:
+            self._pair(t, t2)
+            refs = self.deep[(t, t2)]
+        return refs
+
+    def _pair(self, t: int, t2: int) -> None:
+        dfas = self.grammar.dfas
+        cross = np.array(self.store.add_all(self.cache.cross(dfas[t], dfas[t2], self.trie)), dtype=np.int64)
+        deep = np.array(self.store.add_all(self.cache.deep(dfas[t], [dfas[t2]], self.trie)), dtype=np.int64)
+        self.deep[(t, t2)] = deep  # deep first: a reader that sees cross also sees deep
+        self.cross[(t, t2)] = cross
+
+    def build_all(self, progress: Callable[[str, int, int], None] | None = None) -> "GrammarTables":
+        """Compute every table the grammar can reach: INSIDE per terminal, CROSS/DEEP per static FOLLOW pair."""
+        follow = terminal_follow(self.grammar)
+        total = len(self.grammar.dfas) + sum(len(f) for f in follow)
+        done = 0
+        for t in range(len(self.grammar.dfas)):
+            self.inside_refs(t)
+            done += 1
+            if progress is not None:
+                progress("token tables", done, total)
+            for t2 in sorted(follow[t]):
+                self.cross_refs(t, t2)
+                done += 1
+                if progress is not None:
+                    progress("token tables", done, total)
+        return self
 
     # ---------------------------------------------------------- serialization
 
     def to_arrays(self) -> dict[str, np.ndarray]:
         arrays = {f"store_{k}": v for k, v in self.store.to_arrays().items()}
-        arrays["inside_ptr"] = np.cumsum([0] + [a.size for a in self.inside]).astype(np.int64)
-        arrays["inside_refs"] = _concat([a for a in self.inside])
+        n_terms = len(self.grammar.dfas)
+        inside = [self.inside_refs(t) for t in range(n_terms)]
+        arrays["inside_ptr"] = np.cumsum([0] + [a.size for a in inside]).astype(np.int64)
+        arrays["inside_refs"] = _concat(inside)
         keys = sorted(self.cross)
         arrays["cross_keys"] = np.array(keys, dtype=np.int64).reshape(-1, 2)
         arrays["cross_ptr"] = np.cumsum([0] + [self.cross[k].size for k in keys]).astype(np.int64)
@@ -194,10 +200,11 @@ class GrammarTables:
         return arrays
 
     @classmethod
-    def from_arrays(cls, arrays: dict[str, np.ndarray]) -> "GrammarTables":
+    def from_arrays(cls, grammar: BnfGrammar, trie: TokenTrie, cache: TableCache,
+                    arrays: dict[str, np.ndarray]) -> "GrammarTables":
         store = RowStore.from_arrays({k[len("store_"):]: v for k, v in arrays.items() if k.startswith("store_")})
         ptr = arrays["inside_ptr"]
-        inside = [arrays["inside_refs"][ptr[i]:ptr[i + 1]] for i in range(ptr.size - 1)]
+        inside = {i: arrays["inside_refs"][ptr[i]:ptr[i + 1]] for i in range(ptr.size - 1)}
         cptr = arrays["cross_ptr"]
         keys = [(int(a), int(b)) for a, b in arrays["cross_keys"].reshape(-1, 2)]
         cross = {k: arrays["cross_refs"][cptr[i]:cptr[i + 1]] for i, k in enumerate(keys)}
@@ -206,7 +213,7 @@ class GrammarTables:
         for refs in (arrays["inside_refs"], arrays["deep_refs"], arrays["cross_refs"]):
             if refs.size and (refs.min() < lo or refs.max() >= hi):
                 raise ValueError("a table reference points outside the stored rows")
-        return cls(store, inside, cross, deep)
+        return cls(grammar, trie, cache, store, inside, cross, deep)
 
 
 def _concat(arrays: list[np.ndarray]) -> np.ndarray:
@@ -218,34 +225,13 @@ def build_grammar_tables(
     vocab: "Vocabulary",
     *,
     config: "CompileConfig",
+    eager: bool = False,
     progress: Callable[[str, int, int], None] | None = None,
     trie: TokenTrie | None = None,
 ) -> GrammarTables:
-    """Compute (or fetch from the cache) every table the grammar needs."""
+    """The grammar's tables: empty and filled on first use, or (``eager``) every reachable table now."""
     from .tables import as_trie
 
-    cache = table_cache(config.cache_dir, config.sparse_limit)
-    trie = trie or as_trie(vocab)
-    follow = terminal_follow(grammar)
-    dfas = grammar.dfas
-    store = RowStore(vocab.size, config.sparse_limit)
-    total = len(dfas) + sum(len(f) for f in follow)
-    done = 0
-
-    def tick() -> None:
-        nonlocal done
-        done += 1
-        if progress is not None:
-            progress("token tables", done, total)
-
-    inside: list[np.ndarray] = []
-    cross: dict[tuple[int, int], np.ndarray] = {}
-    deep: dict[tuple[int, int], np.ndarray] = {}
-    for t, dfa in enumerate(dfas):
-        inside.append(np.array(store.add_all(cache.inside(dfa, trie)), dtype=np.int64))
-        tick()
-        for t2 in sorted(follow[t]):
-            cross[(t, t2)] = np.array(store.add_all(cache.cross(dfa, dfas[t2], trie)), dtype=np.int64)
-            deep[(t, t2)] = np.array(store.add_all(cache.deep(dfa, [dfas[t2]], trie)), dtype=np.int64)
-            tick()
-    return GrammarTables(store, inside, cross, deep)
+    tables = GrammarTables(grammar, trie or as_trie(vocab), table_cache(config.cache_dir, config.sparse_limit),
+                           RowStore(vocab.size, config.sparse_limit))
+    return tables.build_all(progress) if eager else tables

@@ -4,9 +4,15 @@ Dense sets become rows of one ``uint32 [R, W]`` matrix, sparse ones slices of
 a CSR id list; identical sets are stored once. A set's *reference* is an
 ``int``: ``r >= 0`` is dense row ``r``, ``r < 0`` is sparse list ``-1 - r``.
 Reference ``EMPTY_REF`` (-1) is always the empty set.
+
+The store grows while a grammar runs (tables are computed on first use): the
+dense matrix has spare capacity and is reallocated by doubling; a reader keeps
+whatever matrix it got, whose first rows never change. Adding is thread-safe.
 """
 from __future__ import annotations
 
+import hashlib
+import threading
 from collections.abc import Mapping
 
 import numpy as np
@@ -14,6 +20,11 @@ import numpy as np
 from .token_sets import DEFAULT_SPARSE_LIMIT, TokenSet, words_for
 
 EMPTY_REF = -1
+
+
+def row_digest(bits: np.ndarray) -> bytes:
+    """A 128-bit content digest of a bitset row (rows are addressed by it instead of their 16 KB of bytes)."""
+    return hashlib.blake2b(np.ascontiguousarray(bits, dtype=np.uint32).data, digest_size=16).digest()
 
 
 def is_dense_ref(ref: int) -> bool:
@@ -27,9 +38,12 @@ class RowStore:
         self.vocab_size = vocab_size
         self.sparse_limit = sparse_limit
         self._dense: list[np.ndarray] = []
-        self._dense_index: dict[bytes, int] = {}
+        self._dense_index: dict[bytes, int] = {}  # content digest -> row
+        self._keys: list[bytes] = []
+        self._matrix = np.zeros((0, words_for(vocab_size)), dtype=np.uint32)
         self._sparse: list[np.ndarray] = []
         self._sparse_index: dict[bytes, int] = {}
+        self._lock = threading.Lock()
         self._add_sparse(np.zeros(0, dtype=np.int32))
 
     # ------------------------------------------------------------ building
@@ -52,20 +66,39 @@ class RowStore:
         key = ids.tobytes()
         index = self._sparse_index.get(key)
         if index is None:
-            index = self._sparse_index[key] = len(self._sparse)
-            ids.setflags(write=False)
-            self._sparse.append(ids)
+            with self._lock:
+                index = self._sparse_index.get(key)
+                if index is None:
+                    ids.setflags(write=False)
+                    self._sparse.append(ids)
+                    index = self._sparse_index[key] = len(self._sparse) - 1
         return index
 
     def _add_dense(self, bits: np.ndarray) -> int:
         bits = np.ascontiguousarray(bits, dtype=np.uint32)
-        key = bits.tobytes()
+        key = row_digest(bits)
         index = self._dense_index.get(key)
         if index is None:
-            index = self._dense_index[key] = len(self._dense)
-            bits.setflags(write=False)
-            self._dense.append(bits)
+            with self._lock:
+                index = self._dense_index.get(key)
+                if index is None:
+                    index = len(self._dense)
+                    matrix = self._matrix
+                    if index == matrix.shape[0]:
+                        grown = np.zeros((max(8, 2 * index), matrix.shape[1]), dtype=np.uint32)
+                        grown[:index] = matrix[:index]
+                        matrix = grown
+                    matrix[index] = bits
+                    row = matrix[index]
+                    self._dense.append(row)
+                    self._keys.append(key)
+                    self._matrix = matrix
+                    self._dense_index[key] = index
         return index
+
+    def row_key(self, ref: int) -> bytes:
+        """Content digest of dense row ``ref``: equal rows of any store have equal keys (the device pool's address)."""
+        return self._keys[ref]
 
     # ------------------------------------------------------------- queries
 
@@ -89,10 +122,10 @@ class RowStore:
         return TokenSet(self.vocab_size, int(ids.size), ids=ids)
 
     def dense_rows(self) -> np.ndarray:
-        """``uint32 [R, W]``: every dense row, in reference order."""
-        if not self._dense:
-            return np.zeros((0, self.words), dtype=np.uint32)
-        return np.stack(self._dense)
+        """``uint32 [R, W]``: every dense row so far, in reference order (a read-only view; later rows may follow)."""
+        view = self._matrix[: len(self._dense)]
+        view.setflags(write=False)
+        return view
 
     def nbytes(self) -> int:
         return 4 * (self.words * len(self._dense) + sum(s.size for s in self._sparse))
@@ -125,9 +158,9 @@ class RowStore:
             raise ValueError("malformed sparse row pointers")
         if ids.size and (ids.min() < 0 or ids.max() >= vocab_size):
             raise ValueError("sparse token id out of range")
-        dense.setflags(write=False)
         ids.setflags(write=False)
         store = cls(vocab_size, sparse_limit)
+        store._matrix = dense  # a private copy (np.array above): later rows are appended after it
         store._sparse.clear()
         store._sparse_index.clear()
         for i in range(ptr.size - 1):
@@ -138,6 +171,8 @@ class RowStore:
             raise ValueError("sparse list 0 must be the empty set")
         for r in range(dense.shape[0]):
             row = dense[r]
-            store._dense_index.setdefault(row.tobytes(), r)
+            key = row_digest(row)
+            store._dense_index.setdefault(key, r)
+            store._keys.append(key)
             store._dense.append(row)
         return store

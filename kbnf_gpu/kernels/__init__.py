@@ -7,17 +7,48 @@ Inputs shared by every operation (all int32 unless noted):
 * CSR per batch entry ``b in [0, n)``: rows ``row_idx[row_ptr[b]:row_ptr[b+1]]``
   are ORed, and token ids ``extra_ids[extra_ptr[b]:extra_ptr[b+1]]`` are also
   allowed (sparse rows, verified DEEP tokens, EOS). ``row_ptr``/``extra_ptr``
-  have ``n + 1`` entries. Extra ids outside ``[0, vocab_size)`` are ignored.
-* ``indices`` ``[n]`` (optional, distinct): entry ``b`` targets row
-  ``indices[b]`` of logits/bitmask; default row ``b``. Rows not targeted are
-  untouched.
-* ``skip`` ``[n]`` (optional; bool, int8 or int32): **skip convention** —
+  have ``n + 1`` entries.
+* ``indices`` ``[n]`` (optional): entry ``b`` targets row ``indices[b]`` of
+  logits/bitmask; default row ``b``. Rows not targeted are untouched.
+* ``skip`` ``[n]`` (optional; bool or integer): **skip convention** —
   ``skip[b] != 0`` leaves entry ``b``'s target row untouched (finished or
-  unconstrained sequence); its CSR slice is then ignored (it may be empty).
+  unconstrained sequence); its index is then ignored.
+* ``vocab_size``: tokens at or past it are never allowed (padded logits
+  columns get ``-inf``). Default: the mask source's width, ``W * 32``. The
+  target must cover it: logits narrower than ``vocab_size`` are an error, not
+  a partly applied mask.
+
+Validation (``validate=True``, the default) rejects, before any launch, with
+a :class:`~kbnf_gpu.errors.KernelInputError` naming the entry: row ids outside
+``[0, R)``, extra ids outside ``[0, vocab_size)``, CSR pointers that decrease
+or leave their arrays, target indices outside the tensor, and two active
+entries targeting one row. Metadata checks are free; value checks of CUDA
+tensors cost one device-to-host sync (see :mod:`.validate`). Hot paths check
+the host arrays where they are built and pass ``validate=False``; the kernels
+bound every load and store either way.
 
 Backends: ``backend=None`` picks Triton for CUDA tensors and the torch
 reference otherwise; ``"triton"`` / ``"torch"`` force one (Triton on CPU
 tensors needs ``TRITON_INTERPRET=1`` set before first use).
+
+Serving loop (CUDA). The mask's CPU half (matchers → row ids + extra ids)
+runs while the GPU computes the model's forward; the launch never blocks::
+
+    static = StaticCsr(max_batch, max_row_ids, max_extra_ids, device="cuda")
+    while serving:
+        logits = model(input_ids)               # enqueued; the CPU goes on at once
+        csr = build_csr(row_lists, extra_lists, device="cpu", row_offsets=offsets)  # CPU half, overlaps it
+        static.stage(csr, num_rows=R, vocab_size=V, num_targets=logits.shape[0])  # host checks, 1 async copy
+        apply_token_masks(logits, rows, *static.csr(B).csr(), **static.csr(B).options(),
+                          vocab_size=V, validate=False)   # enqueued behind the copy
+        tokens = sample(logits)                 # the step's only sync
+
+Every per-step tensor the launch reads lives at a fixed address, so the
+``apply_token_masks`` call can instead be captured once per batch size in a
+CUDA graph (``torch.cuda.graph``) over static ``logits`` and replayed after
+each ``stage`` on the same stream. The ``rows`` table must then stay at one
+address too: capture after the grammars' rows are resident, and capture again
+if the pool reallocates.
 """
 from __future__ import annotations
 
@@ -25,23 +56,26 @@ from typing import Literal
 
 import torch
 
-from . import torch_ref
+from ..errors import KernelInputError
+from . import torch_ref, validate as V
 from .device_tables import CsrBatch, HostStaging, RowPool, build_csr, pinned_int32
+from .static_csr import StaticCsr
 
 __all__ = [
     "apply_token_masks",
     "fill_token_bitmask",
     "apply_bitmask_inplace",
     "allocate_token_bitmask",
+    "KernelInputError",
     "RowPool",
     "CsrBatch",
     "HostStaging",
+    "StaticCsr",
     "build_csr",
     "pinned_int32",
 ]
 
 Backend = Literal["triton", "torch"]
-_FLOAT_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
 
 
 def _triton_module():
@@ -51,92 +85,33 @@ def _triton_module():
 
 
 def _resolve_backend(backend: str | None, t: torch.Tensor) -> str:
+    if not isinstance(t, torch.Tensor):
+        raise KernelInputError(f"expected a tensor to mask, got {type(t).__name__}")
     if backend is None:
         return "triton" if t.is_cuda else "torch"
     if backend not in ("triton", "torch"):
-        raise ValueError(f"backend must be 'triton', 'torch' or None, got {backend!r}")
+        raise KernelInputError(f"backend must be 'triton', 'torch' or None, got {backend!r}")
     if backend == "triton" and not t.is_cuda:
         tm = _triton_module()
         if type(tm._mask_logits_kernel).__name__ != "InterpretedFunction":
-            raise ValueError(
+            raise KernelInputError(
                 "backend='triton' on CPU tensors needs TRITON_INTERPRET=1 set before "
                 "kbnf_gpu.kernels.triton_mask is first imported"
             )
     return backend
 
 
-def _int_vec(name: str, t: torch.Tensor, device: torch.device, numel: int | None = None) -> torch.Tensor:
-    if not isinstance(t, torch.Tensor):
-        t = torch.as_tensor(t, dtype=torch.int32)
-    if t.dtype not in (torch.int32, torch.int64):
-        raise TypeError(f"{name} must be int32 or int64, got {t.dtype}")
-    if t.dim() != 1:
-        raise ValueError(f"{name} must be 1-D, got shape {tuple(t.shape)}")
-    if numel is not None and t.numel() != numel:
-        raise ValueError(f"{name} must have {numel} entries, got {t.numel()}")
-    if t.device != device:
-        raise ValueError(f"{name} is on {t.device}, expected {device}")
-    return t.contiguous()
-
-
-def _check_rows(rows: torch.Tensor, device: torch.device) -> torch.Tensor:
-    if rows.dim() != 2:
-        raise ValueError(f"rows must be 2-D [R, W], got shape {tuple(rows.shape)}")
-    if rows.dtype == torch.uint32:
-        rows = rows.view(torch.int32)
-    if rows.dtype != torch.int32:
-        raise TypeError(f"rows must be int32 (uint32 bit patterns), got {rows.dtype}")
-    if rows.device != device:
-        raise ValueError(f"rows is on {rows.device}, expected {device}")
-    return rows.contiguous()
-
-
-def _check_vocab(vocab_size: int | None, W: int) -> int:
-    if vocab_size is None:
-        return W * 32
-    if not 0 <= vocab_size <= W * 32:
-        raise ValueError(f"vocab_size={vocab_size} does not fit a table of {W} words ({W * 32} tokens)")
-    return int(vocab_size)
-
-
-def _check_logits(logits: torch.Tensor, backend: str) -> torch.Tensor:
-    if logits.dim() == 1:
-        logits = logits.view(1, -1)
-    if logits.dim() != 2:
-        raise ValueError(f"logits must be [B, V], got shape {tuple(logits.shape)}")
-    if backend == "triton":
-        if logits.dtype not in _FLOAT_DTYPES:
-            raise TypeError(f"logits must be float32, bfloat16 or float16, got {logits.dtype}")
-        if logits.stride(1) != 1:
-            raise ValueError("logits must be contiguous along the vocabulary dimension")
-    elif not logits.is_floating_point():
-        raise TypeError(f"logits must be a floating tensor, got {logits.dtype}")
-    return logits
-
-
-def _check_csr(
-    row_ptr, row_idx, extra_ptr, extra_ids, indices, skip, device: torch.device, n_rows_target: int
-):
-    row_ptr = _int_vec("row_ptr", row_ptr, device)
-    n = row_ptr.numel() - 1
-    if n < 0:
-        raise ValueError("row_ptr must have n + 1 >= 1 entries")
-    extra_ptr = _int_vec("extra_ptr", extra_ptr, device, n + 1)
-    row_idx = _int_vec("row_idx", row_idx, device)
-    extra_ids = _int_vec("extra_ids", extra_ids, device)
-    if indices is not None:
-        indices = _int_vec("indices", indices, device, n)
-    elif n > n_rows_target:
-        raise ValueError(f"{n} batch entries but only {n_rows_target} target rows (pass indices)")
-    if skip is not None:
-        if skip.dim() != 1 or skip.numel() != n:
-            raise ValueError(f"skip must be 1-D with {n} entries, got shape {tuple(skip.shape)}")
-        if skip.device != device:
-            raise ValueError(f"skip is on {skip.device}, expected {device}")
-        if skip.dtype == torch.bool:
-            skip = skip.view(torch.int8)
-        skip = skip.contiguous()
-    return row_ptr, row_idx, extra_ptr, extra_ids, indices, skip
+def _prepare_csr_launch(target_t, target, rows, csr, vocab_size, target_cols, validate):
+    """Shared checks of :func:`apply_token_masks` and :func:`fill_token_bitmask`."""
+    device = target_t.device
+    rows = V.table(rows, device)
+    vocab = V.vocab_width(vocab_size, rows.shape[1], "rows table", target_cols, target)
+    args = V.csr_tensors(*csr, device, target_t.shape[0], target)
+    if validate:
+        V.no_capture_sync(device)
+        V.check_values(*args, num_rows=rows.shape[0], vocab_size=vocab, num_targets=target_t.shape[0],
+                       target=target)
+    return rows, vocab, args
 
 
 def apply_token_masks(
@@ -151,26 +126,27 @@ def apply_token_masks(
     skip: torch.Tensor | None = None,
     vocab_size: int | None = None,
     backend: Backend | None = None,
+    validate: bool = True,
 ) -> None:
     """Write ``-inf`` in place to every logit its batch entry does not allow.
 
-    ``logits`` ``[B_total, V_logits]`` (fp32/bf16/fp16). Allowed logits are left
-    bit-exact; columns ``>= vocab_size`` (default ``W*32``) are always
-    disallowed. One kernel launch for the whole batch.
+    ``logits`` ``[B_total, V_logits]`` (fp32/bf16/fp16; ``V_logits >= vocab_size``).
+    Allowed logits are left bit-exact; columns ``>= vocab_size`` are always
+    disallowed. One kernel launch for the whole batch; with ``validate=False``
+    no host sync either (see the module doc).
     """
     be = _resolve_backend(backend, logits)
-    logits = _check_logits(logits, be)
-    rows = _check_rows(rows, logits.device)
-    V = _check_vocab(vocab_size, rows.shape[1])
-    row_ptr, row_idx, extra_ptr, extra_ids, indices, skip = _check_csr(
-        row_ptr, row_idx, extra_ptr, extra_ids, indices, skip, logits.device, logits.shape[0]
+    logits = V.logits_2d(logits, be == "triton")
+    rows, vocab, args = _prepare_csr_launch(
+        logits, "logits", rows, (row_ptr, row_idx, extra_ptr, extra_ids, indices, skip), vocab_size,
+        logits.shape[1], validate,
     )
+    row_ptr, row_idx, extra_ptr, extra_ids, indices, skip = args
     if be == "torch":
-        torch_ref.apply_token_masks(
-            logits, rows, row_ptr, row_idx, extra_ptr, extra_ids, indices=indices, skip=skip, vocab_size=V
-        )
+        torch_ref.apply_token_masks(logits, rows, row_ptr, row_idx, extra_ptr, extra_ids, indices=indices,
+                                    skip=skip, vocab_size=vocab)
     else:
-        _triton_module().mask_logits(logits, rows, row_ptr, row_idx, extra_ptr, extra_ids, indices, skip, V)
+        _triton_module().mask_logits(logits, rows, row_ptr, row_idx, extra_ptr, extra_ids, indices, skip, vocab)
 
 
 def fill_token_bitmask(
@@ -185,30 +161,28 @@ def fill_token_bitmask(
     skip: torch.Tensor | None = None,
     vocab_size: int | None = None,
     backend: Backend | None = None,
+    validate: bool = True,
 ) -> None:
     """Write each entry's allowed set, packed, to ``bitmask_out`` ``[B_total, W_out]`` int32.
 
-    Bits ``>= vocab_size`` are cleared (words past the table width are 0).
-    Skipped entries and rows not targeted are left untouched: callers fill
-    them with -1 (all allowed) themselves when they mean "unconstrained",
-    as xgrammar's bitmask users expect.
+    ``W_out * 32 >= vocab_size``. Bits ``>= vocab_size`` are cleared (words
+    past the table width are 0). Skipped entries and rows not targeted are
+    left untouched: callers fill them with -1 (all allowed) themselves when
+    they mean "unconstrained", as xgrammar's bitmask users expect.
     """
     be = _resolve_backend(backend, bitmask_out)
-    if bitmask_out.dim() != 2 or bitmask_out.dtype != torch.int32:
-        raise ValueError(f"bitmask_out must be int32 [B, W], got {bitmask_out.dtype} {tuple(bitmask_out.shape)}")
-    if bitmask_out.stride(1) != 1:
-        raise ValueError("bitmask_out must be contiguous along its last dimension")
-    rows = _check_rows(rows, bitmask_out.device)
-    V = _check_vocab(vocab_size, rows.shape[1])
-    row_ptr, row_idx, extra_ptr, extra_ids, indices, skip = _check_csr(
-        row_ptr, row_idx, extra_ptr, extra_ids, indices, skip, bitmask_out.device, bitmask_out.shape[0]
+    bitmask_out = V.bitmask_2d("bitmask_out", bitmask_out)
+    rows, vocab, args = _prepare_csr_launch(
+        bitmask_out, "bitmask_out", rows, (row_ptr, row_idx, extra_ptr, extra_ids, indices, skip), vocab_size,
+        bitmask_out.shape[1] * 32, validate,
     )
+    row_ptr, row_idx, extra_ptr, extra_ids, indices, skip = args
     if be == "torch":
-        torch_ref.fill_token_bitmask(
-            bitmask_out, rows, row_ptr, row_idx, extra_ptr, extra_ids, indices=indices, skip=skip, vocab_size=V
-        )
+        torch_ref.fill_token_bitmask(bitmask_out, rows, row_ptr, row_idx, extra_ptr, extra_ids, indices=indices,
+                                     skip=skip, vocab_size=vocab)
     else:
-        _triton_module().fill_bitmask(bitmask_out, rows, row_ptr, row_idx, extra_ptr, extra_ids, indices, skip, V)
+        _triton_module().fill_bitmask(bitmask_out, rows, row_ptr, row_idx, extra_ptr, extra_ids, indices, skip,
+                                      vocab)
 
 
 def apply_bitmask_inplace(
@@ -218,33 +192,32 @@ def apply_bitmask_inplace(
     *,
     vocab_size: int | None = None,
     backend: Backend | None = None,
+    validate: bool = True,
 ) -> None:
     """``logits[i, t] = -inf`` where bit ``t`` of ``bitmask[i]`` is 0 (xgrammar's layout).
 
-    Rows ``indices[k]`` of both tensors (every logits row when None). Unlike
-    xgrammar, logits columns ``>= vocab_size`` (default ``bitmask.shape[1]*32``)
-    are set to -inf too, matching :func:`apply_token_masks`.
+    Rows ``indices[k]`` of both tensors (every row when None; then
+    ``bitmask`` needs at least as many rows as ``logits``); an index may
+    repeat (the same mask twice). Unlike xgrammar, ``vocab_size`` defaults to
+    the bitmask's width ``W * 32``, logits must cover it, and logits columns
+    ``>= vocab_size`` are set to -inf too, matching :func:`apply_token_masks`.
     """
     be = _resolve_backend(backend, logits)
-    logits = _check_logits(logits, be)
-    if bitmask.dim() == 1:
-        bitmask = bitmask.view(1, -1)
-    if bitmask.dim() != 2 or bitmask.dtype != torch.int32:
-        raise ValueError(f"bitmask must be int32 [B, W], got {bitmask.dtype} {tuple(bitmask.shape)}")
-    if bitmask.device != logits.device:
-        raise ValueError(f"bitmask is on {bitmask.device}, expected {logits.device}")
-    bitmask = bitmask.contiguous()
-    V = _check_vocab(vocab_size, bitmask.shape[1])
+    logits = V.logits_2d(logits, be == "triton")
+    bitmask = V.bitmask_2d("bitmask", bitmask, logits.device)
+    vocab = V.vocab_width(vocab_size, bitmask.shape[1], "bitmask", logits.shape[1], "logits")
+    num_targets = min(logits.shape[0], bitmask.shape[0])
     if indices is not None:
-        if not isinstance(indices, torch.Tensor):
-            indices = torch.as_tensor(indices, dtype=torch.int32, device=logits.device)
-        indices = _int_vec("indices", indices, logits.device)
+        indices = V.int_vector("indices", indices, logits.device)
+        if validate:
+            V.no_capture_sync(logits.device)
+            V.raise_first(V.target_checks(indices, None, num_targets, "logits and bitmask", distinct=False))
     elif bitmask.shape[0] < logits.shape[0]:
-        raise ValueError(f"bitmask has {bitmask.shape[0]} rows for {logits.shape[0]} logits rows")
+        raise KernelInputError(f"bitmask has {bitmask.shape[0]} rows for {logits.shape[0]} logits rows")
     if be == "torch":
-        torch_ref.apply_bitmask_inplace(logits, bitmask, indices=indices, vocab_size=V)
+        torch_ref.apply_bitmask_inplace(logits, bitmask, indices=indices, vocab_size=vocab)
     else:
-        _triton_module().apply_bitmask(logits, bitmask, indices, V)
+        _triton_module().apply_bitmask(logits, bitmask, indices, vocab)
 
 
 def allocate_token_bitmask(batch_size: int, vocab_size: int, device: torch.device | str = "cpu") -> torch.Tensor:

@@ -1,8 +1,9 @@
 """Device-resident bitset tables and host-side staging of the per-step CSR arrays.
 
-* :class:`RowPool` keeps the bitset rows of every loaded grammar in ONE growing
-  device tensor per device, so sequences of different grammars are masked in
-  one launch: each grammar's row ids are shifted by its offset in the pool.
+* :class:`RowPool` keeps the bitset rows the running grammars need in ONE
+  bounded device tensor per device and vocabulary width, addressed by row
+  content, so sequences of different grammars are masked in one launch and
+  grammars that share terminals share rows.
 * :func:`build_csr` packs a batch's row ids, extra ids, indices and skip flags
   into one int32 host buffer (pinned when CUDA is available) and moves it with
   ONE non-blocking host-to-device copy; the CSR tensors are views of it.
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -28,102 +30,134 @@ def _normalize_device(device: torch.device | str | int) -> torch.device:
 
 
 class RowPool:
-    """All bitset rows resident on one device, appended table after table.
+    """A bounded cache of bitset rows on one device, addressed by row content.
 
-    ``pool.rows`` is an int32 ``[num_rows, W]`` device tensor; a table uploaded
-    with :meth:`offset_of` occupies rows ``[offset, offset + R)``. Every table
-    in a pool has the same width ``W`` (same vocabulary width). Tables are
-    never evicted: the pool lives as long as the process.
+    A row's key is its content digest (``RowStore.row_key``), so grammars that
+    share a terminal share its rows, and a row is uploaded once however many
+    grammars use it. ``slots(keys, fetch)`` returns the row slot of each key in
+    ``rows``, uploading the missing ones (one host-to-device copy for all of
+    them). At most ``capacity`` rows stay resident: the least recently used
+    rows that the current call does not need are evicted first; the buffer
+    grows past ``capacity`` only when one call needs more distinct rows (its
+    address then changes: re-read ``rows`` after every call, and re-capture a
+    CUDA graph if ``grows`` changed).
     """
 
     _pools: dict[tuple[torch.device, int | None], "RowPool"] = {}
     _pools_lock = threading.Lock()
+    DEFAULT_CAPACITY = 4096
 
-    def __init__(self, device: torch.device | str | int) -> None:
+    def __init__(self, device: torch.device | str | int, width: int | None = None,
+                 capacity: int = DEFAULT_CAPACITY) -> None:
+        if not isinstance(capacity, int) or capacity < 1:
+            raise ValueError(f"capacity must be a positive number of rows, got {capacity!r}")
         self.device = _normalize_device(device)
+        self.capacity = capacity
         self._lock = threading.Lock()
+        self._width = width
         self._buf: torch.Tensor | None = None
-        self._num_rows = 0
-        self._width: int | None = None
-        self._tables: dict[str, tuple[int, int]] = {}  # key -> (offset, R)
+        self._slot_of: OrderedDict[bytes, int] = OrderedDict()  # least recently used first
+        self._free: list[int] = []
+        self.uploads = 0
+        self.evictions = 0
+        self.grows = 0
 
     @classmethod
     def for_device(cls, device: torch.device | str | int, width: int | None = None) -> "RowPool":
         """The process-wide pool of ``device`` for rows of ``width`` words (created on first use).
 
-        Tables of one vocabulary width share a pool (one launch serves them
+        Grammars of one vocabulary width share a pool (one launch serves them
         all); a server hosting models with different vocabularies gets one pool each.
         """
         dev = _normalize_device(device)
         with cls._pools_lock:
             pool = cls._pools.get((dev, width))
             if pool is None:
-                pool = cls._pools[(dev, width)] = cls(dev)
+                pool = cls._pools[(dev, width)] = cls(dev, width)
             return pool
 
     @property
     def width(self) -> int | None:
-        """Words per row (``ceil(V/32)``); None before the first table."""
+        """Words per row (``ceil(V/32)``); None before the first row."""
         return self._width
 
     @property
     def num_rows(self) -> int:
-        return self._num_rows
+        """Rows resident now."""
+        return len(self._slot_of)
 
     @property
     def rows(self) -> torch.Tensor:
-        """int32 ``[num_rows, W]`` on the pool's device (a view; re-read it after uploads)."""
-        with self._lock:
-            buf, n = self._buf, self._num_rows
+        """int32 ``[slots, W]`` on the pool's device; ``slots()`` indexes it (re-read it after each call)."""
+        buf = self._buf
         if buf is None:
-            return torch.zeros((0, self._width or 1), dtype=torch.int32, device=self.device)
-        return buf[:n]
+            return torch.zeros((1, self._width or 1), dtype=torch.int32, device=self.device)
+        return buf
 
-    def __contains__(self, table_key: str) -> bool:
-        return table_key in self._tables
+    def __contains__(self, key: bytes) -> bool:
+        return key in self._slot_of
 
-    def offset_of(self, table_key: str, rows_np: np.ndarray) -> int:
-        """Row offset of table ``table_key``, uploading ``rows_np`` (``[R, W]`` int32/uint32) the first time."""
+    def slots(self, keys: Sequence[bytes], fetch) -> list[int]:
+        """Slot of each row key, uploading missing rows: ``fetch(positions)`` returns their ``[k, W]`` uint32/int32 rows."""
         with self._lock:
-            hit = self._tables.get(table_key)
-            arr = np.asarray(rows_np)
-            if arr.ndim != 2:
-                raise ValueError(f"table {table_key!r}: rows must be 2-D [R, W], got shape {arr.shape}")
-            if arr.dtype not in (np.int32, np.uint32):
-                raise TypeError(f"table {table_key!r}: rows must be int32 or uint32, got {arr.dtype}")
-            R, W = arr.shape
-            if hit is not None:
-                if hit[1] != R or self._width != W:
-                    raise ValueError(
-                        f"table {table_key!r} is already in the pool with {hit[1]} rows of "
-                        f"{self._width} words; got {R} rows of {W} words"
-                    )
-                return hit[0]
+            slot_of = self._slot_of
+            out = [-1] * len(keys)
+            missing: list[int] = []
+            needed = set(keys)
+            for i, key in enumerate(keys):
+                slot = slot_of.get(key)
+                if slot is None:
+                    missing.append(i)
+                else:
+                    slot_of.move_to_end(key)
+                    out[i] = slot
+            if not missing:
+                return out
+            unique: dict[bytes, int] = {}
+            for i in missing:
+                unique.setdefault(keys[i], i)
+            data = np.asarray(fetch(list(unique.values())))
+            if data.ndim != 2 or data.shape[0] != len(unique) or data.dtype not in (np.int32, np.uint32):
+                raise ValueError(f"fetch must return [{len(unique)}, W] int32/uint32 rows, got {data.dtype} "
+                                 f"{data.shape}")
             if self._width is None:
-                self._width = W
-            elif W != self._width:
-                raise ValueError(
-                    f"table {table_key!r} has rows of {W} words but the pool on {self.device} holds "
-                    f"rows of {self._width} words; tables of different vocabulary widths need "
-                    f"separate pools (RowPool(device))"
-                )
-            offset = self._num_rows
-            if R:
-                self._reserve(offset + R)
-                src = torch.from_numpy(np.ascontiguousarray(arr).view(np.int32))
-                self._buf[offset : offset + R].copy_(src)
-                self._num_rows = offset + R
-            self._tables[table_key] = (offset, R)
-            return offset
+                self._width = data.shape[1]
+            elif data.shape[1] != self._width:
+                raise ValueError(f"rows of {data.shape[1]} words given to a pool of rows of {self._width} words "
+                                 "(one pool per vocabulary width: RowPool.for_device(device, width))")
+            new_slots = self._allocate(len(unique), needed)
+            src = torch.from_numpy(np.ascontiguousarray(data).view(np.int32))
+            index = torch.tensor(new_slots, dtype=torch.int64)
+            if self.device.type == "cpu":
+                self._buf.index_copy_(0, index, src)
+            else:
+                self._buf.index_copy_(0, index.to(self.device), src.to(self.device, non_blocking=False))
+            self.uploads += len(unique)
+            for (key, _), slot in zip(unique.items(), new_slots):
+                slot_of[key] = slot
+            for i in missing:
+                out[i] = slot_of[keys[i]]
+            return out
 
-    def _reserve(self, n: int) -> None:
-        cap = 0 if self._buf is None else self._buf.shape[0]
-        if n <= cap:
-            return
-        new = torch.empty((max(n, 2 * cap, 64), self._width), dtype=torch.int32, device=self.device)
-        if self._num_rows:
-            new[: self._num_rows].copy_(self._buf[: self._num_rows])
-        self._buf = new
+    def _allocate(self, n: int, needed: set) -> list[int]:
+        """``n`` free slots: unused ones, then evicted least-recently-used rows not in ``needed``, then growth."""
+        if self._buf is None:
+            self._buf = torch.zeros((max(self.capacity, n), self._width), dtype=torch.int32, device=self.device)
+            self._free = list(range(self._buf.shape[0] - 1, -1, -1))
+        while len(self._free) < n and len(self._slot_of) + n > self.capacity:
+            victim = next((k for k in self._slot_of if k not in needed), None)
+            if victim is None:
+                break
+            self._free.append(self._slot_of.pop(victim))
+            self.evictions += 1
+        if len(self._free) < n:  # this call alone needs more rows than fit: grow
+            old = self._buf
+            size = max(2 * old.shape[0], old.shape[0] + n)
+            self._buf = torch.zeros((size, self._width), dtype=torch.int32, device=self.device)
+            self._buf[: old.shape[0]].copy_(old)
+            self._free.extend(range(size - 1, old.shape[0] - 1, -1))
+            self.grows += 1
+        return [self._free.pop() for _ in range(n)]
 
 
 class HostStaging:

@@ -14,6 +14,12 @@ kernels are tested against. Semantics (shared with ``triton_mask``):
 * Entry ``b`` targets row ``indices[b]`` of ``logits`` / the bitmask (row
   ``b`` when ``indices`` is None). Indices must be distinct.
 * ``skip[b]`` non-zero: entry ``b`` leaves its target row untouched.
+
+Out-of-range values (which :mod:`.validate` rejects unless the caller opts
+out) are ignored exactly as the Triton kernels ignore them, so both agree
+bit for bit on any input: a target row outside the tensor masks nothing, a
+row id outside ``[0, R)`` adds no row, and CSR pointers are clamped to
+``[0, len)`` (a decreasing slice is empty).
 """
 from __future__ import annotations
 
@@ -44,6 +50,13 @@ def _valid_bits_mask(num_words: int, vocab_size: int, device: torch.device) -> t
     return _to_int32_bits((torch.ones_like(nb) << nb) - 1)
 
 
+def _slices(ptr: torch.Tensor, entries: torch.Tensor, length: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """(start, count) of each entry's CSR slice, clamped to ``[0, length)`` as the kernels clamp it."""
+    start = ptr[entries].clamp(0, length)
+    end = ptr[entries + 1].clamp(0, length)
+    return start, (end - start).clamp(min=0)
+
+
 def or_rows(
     rows: torch.Tensor,
     row_ptr: torch.Tensor,
@@ -69,25 +82,24 @@ def or_rows(
     if entries is None:
         entries = torch.arange(n, device=device, dtype=torch.int64)
     m = entries.numel()
-    W = rows.shape[1]
+    R, W = rows.shape
     wc = min(W, num_words)
     acc = torch.zeros((m, num_words), dtype=torch.int32, device=device)
     if m == 0:
         return acc
 
     # Rows: the k-th round ORs the k-th row of every entry that has one.
-    start = row_ptr[entries]
-    count = row_ptr[entries + 1] - start
+    start, count = _slices(row_ptr, entries, row_idx.numel())
     kmax = int(count.max()) if m else 0
     table = rows[:, :wc]
     for k in range(kmax):
         active = (count > k).nonzero(as_tuple=True)[0]
         rid = row_idx[start[active] + k]
-        acc[active, :wc] |= table[rid]
+        in_table = (rid >= 0) & (rid < R)
+        acc[active[in_table], :wc] |= table[rid[in_table]]
 
     # Extras: deduplicated (entry, token) bits summed per (entry, word) == ORed.
-    e_start = extra_ptr[entries]
-    e_count = extra_ptr[entries + 1] - e_start
+    e_start, e_count = _slices(extra_ptr, entries, extra_ids.numel())
     total = int(e_count.sum())
     cap = min(vocab_size, num_words * 32)
     if total and cap > 0:
@@ -180,14 +192,16 @@ def _targets_and_entries(
     n: int,
     indices: torch.Tensor | None,
     skip: torch.Tensor | None,
+    num_targets: int,
     device: torch.device,
 ) -> tuple[torch.Tensor, torch.Tensor]:
+    """Entries that write, and their target rows: not skipped, target inside ``[0, num_targets)``."""
     entries = torch.arange(n, device=device, dtype=torch.int64)
     targets = entries if indices is None else _as_long(indices, device)
+    keep = (targets >= 0) & (targets < num_targets)
     if skip is not None:
-        keep = skip.to(device) == 0
-        entries, targets = entries[keep], targets[keep]
-    return entries, targets
+        keep &= skip.to(device) == 0
+    return entries[keep], targets[keep]
 
 
 def _mask_rows_(logits: torch.Tensor, targets: torch.Tensor, allowed_words: torch.Tensor, vocab_size: int) -> None:
@@ -225,7 +239,7 @@ def apply_token_masks(
 ) -> None:
     """Mask ``logits`` [B_total, V_logits] in place from the CSR row sets (see module doc)."""
     n = row_ptr.numel() - 1
-    entries, targets = _targets_and_entries(n, indices, skip, logits.device)
+    entries, targets = _targets_and_entries(n, indices, skip, logits.shape[0], logits.device)
     if entries.numel() == 0:
         return
     num_words = -(-logits.shape[1] // 32)
@@ -247,7 +261,7 @@ def fill_token_bitmask(
 ) -> None:
     """Write each entry's packed allowed set into ``bitmask_out`` [B_total, W_out]."""
     n = row_ptr.numel() - 1
-    entries, targets = _targets_and_entries(n, indices, skip, bitmask_out.device)
+    entries, targets = _targets_and_entries(n, indices, skip, bitmask_out.shape[0], bitmask_out.device)
     if entries.numel() == 0:
         return
     words = or_rows(rows, row_ptr, row_idx, extra_ptr, extra_ids, bitmask_out.shape[1], vocab_size, entries)
@@ -266,10 +280,12 @@ def apply_bitmask_inplace(
     With ``indices`` only rows ``indices[k]`` (of both tensors) are touched.
     """
     device = logits.device
+    num_targets = min(logits.shape[0], bitmask.shape[0])
     if indices is None:
-        targets = torch.arange(min(logits.shape[0], bitmask.shape[0]), device=device)
+        targets = torch.arange(num_targets, device=device)
     else:
         targets = _as_long(indices, device)
+        targets = targets[(targets >= 0) & (targets < num_targets)]
     if targets.numel() == 0:
         return
     words = bitmask.index_select(0, targets.to(bitmask.device)).to(device)

@@ -2,17 +2,44 @@
 
 Vocabulary of the module:
 
-* item — ``(rule, dot, origin)``; ``origin`` is the id of an interned Earley
-  set, or ``SELF`` inside a set that is still being built (an item predicted
-  at the current position).
+* position — an LR(0) item ``rule, dot`` numbered as one int (``pos_sym[p]``
+  is the symbol after the dot, ``None`` at the end of the rule).
+* item — ``(position, origin)``; ``origin`` is the ``uid`` of the interned
+  ``EarleySet`` the rule started in, or ``SELF`` (0) for an item predicted in
+  the set being built.
 * Earley set — opened only where a terminal completes. What later positions
   need from it is how completions *from* it behave: the items waiting on each
-  nonterminal, and Leo entries. That part is interned: equal sets get equal ids.
-* scan pair — ``(item, terminal, q)``: an item whose next symbol is a
-  terminal, with the terminal's DFA state after the bytes since it started.
-* parser state — the frozenset of scan pairs plus an accepting flag, interned
-  to one small int. Two positions with equal states behave identically on all
-  future input, so ``(state, byte) -> state`` is a pure, memoizable function.
+  nonterminal, and Leo entries. Equal sets are one object.
+* scan pair — ``(position, origin, terminal, q)``: an item whose next symbol
+  is a terminal, with the terminal's DFA state after the bytes since it started.
+* parser state — the frozenset of scan pairs plus an accepting flag, one
+  interned ``ParserState`` object. Two positions with equal states behave
+  identically on all future input, so ``(state, byte) -> state`` is a pure,
+  memoizable function.
+
+Memory stays bounded in a long-running process: sets and states are interned
+*weakly* (an object lives while a matcher, another live object or a bounded
+memo table refers to it: a state holds the sets its pairs start in, a set the
+sets its items start in, never a newer one, so plain reference counting frees
+them), and every memo table is a ``GenerationalCache``. Items, pairs and memo
+keys are tuples of ints, which the garbage collector stops tracking: its
+passes stay short however many states are cached.
+
+Truncated contexts (``truncated``): a state's masks depend on the context
+(the origin sets) only as far as the next few completions reach. Replacing
+every origin deeper than ``k`` completions by the sentinel set ``TOP`` gives a
+state that repeats across documents (a string inside an object at depth 3 or
+7 looks the same). Parsing from it is exact until a completion reaches
+``TOP``; then the readings that needed the unknown context are dropped and
+every state reached from there is *lossy* (``state.lossy``): a live lossy state
+is still a real continuation, but a dead end reached lossily proves nothing
+(``DEAD_UNKNOWN`` instead of ``DEAD``).
+
+``truncated(state, depth, ANY)`` cuts the context with ``ANY`` instead: a
+completion into it advances every item of the grammar waiting on that
+nonterminal (any context at all), an over-approximation. A token that dies
+even so is dead in every context (``" ]];"`` in JSON dies at ``;`` wherever it
+stands), which settles most verdicts the lossy reading leaves open.
 
 Leo's optimization collapses deterministic right-recursive completion chains
 so ``S ::= "A" S | "A"`` keeps a constant-size state. Nullable nonterminals
@@ -21,188 +48,336 @@ iterative.
 """
 from __future__ import annotations
 
+import itertools
+import threading
+import weakref
 from collections import defaultdict
 
 from ..normalize import BnfGrammar
+from .caches import GenerationalCache
 
-SELF = -1
-DEAD = 0  # the state id of the dead state (no pairs, not accepting)
+SELF = 0  # the origin of an item predicted in the set being built
+_TOP_UID, _ANY_UID = 1, 2
+_uids = itertools.count(3)  # never reused: a stale memo key can never match a new object
 
-Item = tuple  # (rule, dot, origin)
+
+class EarleySet:
+    """An interned Earley set: ``waiting[sym]`` = items whose next symbol is ``sym``; Leo entries ``leo[sym]``.
+
+    ``parents`` holds the sets its items start in (they must outlive it).
+    """
+
+    __slots__ = ("uid", "waiting", "leo", "parents", "_trunc", "__weakref__")
+
+    def __init__(self, uid: int, waiting: dict, leo: dict, parents: tuple) -> None:
+        self.uid = uid
+        self.waiting = waiting
+        self.leo = leo
+        self.parents = parents
+        self._trunc: dict | None = None
 
 
-class BoundedCache(dict):
-    """A dict that forgets its oldest half when it reaches ``limit`` entries."""
+class ParserState:
+    """An interned parser state: scan pairs ``(position, origin, terminal, q)`` and whether the input is a sentence.
 
-    def __init__(self, limit: int) -> None:
-        super().__init__()
-        self.limit = max(2, limit)
+    ``origins`` holds the sets the pairs start in; ``mask`` is a slot for the
+    compiled grammar's per-state mask (it lives and dies with the state).
+    """
 
-    def put(self, key, value) -> None:
-        if len(self) >= self.limit:
-            for old in list(self.keys())[: self.limit // 2]:
-                del self[old]
-        self[key] = value
+    __slots__ = ("uid", "pairs", "accepting", "lossy", "origins", "_trunc", "mask", "__weakref__")
+
+    def __init__(self, pairs: tuple, accepting: bool, lossy: bool = False, origins: tuple = ()) -> None:
+        self.uid = next(_uids)
+        self.pairs = pairs
+        self.accepting = accepting
+        self.lossy = lossy
+        self.origins = origins
+        self._trunc = None
+        self.mask = None
+
+    def __repr__(self) -> str:
+        if self is DEAD:
+            return "<ParserState DEAD>"
+        if self is DEAD_UNKNOWN:
+            return "<ParserState DEAD_UNKNOWN>"
+        flags = ("accepting " if self.accepting else "") + ("lossy " if self.lossy else "")
+        return f"<ParserState {flags}{len(self.pairs)} pairs at {id(self):#x}>"
+
+
+TOP = EarleySet(_TOP_UID, {}, {}, ())  # the unknown context beyond a truncation: completions into it are dropped
+ANY = EarleySet(_ANY_UID, {}, {}, ())  # the unknown context read as every context: completions over-approximate
+DEAD = ParserState((), False)  # no reading survives
+DEAD_UNKNOWN = ParserState((), False, lossy=True)  # no reading survives, but readings needing TOP were dropped
+
+
+def is_dead(state: ParserState) -> bool:
+    return state is DEAD or state is DEAD_UNKNOWN
+
+
+class _Prediction:
+    """What predicting one nonterminal adds to any set: its waiting items, scan items, predicted nonterminals."""
+
+    __slots__ = ("waiting", "scans", "nonterminals")
+
+    def __init__(self, waiting: dict, scans: tuple, nonterminals: frozenset) -> None:
+        self.waiting = waiting
+        self.scans = scans
+        self.nonterminals = nonterminals
 
 
 class EarleyParser:
-    """The recognizer for one grammar; shared by every matcher of that grammar."""
+    """The recognizer for one grammar; shared (also across threads) by every matcher of that grammar."""
 
-    def __init__(self, grammar: BnfGrammar, *, memo_limit: int = 1 << 20) -> None:
+    def __init__(self, grammar: BnfGrammar, *, memo_limit: int = 1 << 16) -> None:
         self.grammar = grammar
-        self.rule_lhs = [r.lhs for r in grammar.rules]
-        self.rule_rhs = [r.rhs for r in grammar.rules]
+        pos_sym: list[int | None] = []
+        pos_lhs: list[int] = []
+        rule_start: list[int] = []
+        for rule in grammar.rules:
+            rule_start.append(len(pos_sym))
+            for sym in rule.rhs:
+                pos_sym.append(sym)
+                pos_lhs.append(rule.lhs)
+            pos_sym.append(None)
+            pos_lhs.append(rule.lhs)
+        self.pos_sym = pos_sym
+        self.pos_lhs = pos_lhs
+        # the symbol after the dot is the rule's last one (Leo candidates)
+        self.pos_last = [pos_sym[p] is not None and pos_sym[p + 1] is None for p in range(len(pos_sym))]
         by_lhs: dict[int, list[int]] = defaultdict(list)
-        for i, lhs in enumerate(self.rule_lhs):
-            by_lhs[lhs].append(i)
-        self.rules_by_lhs = [tuple(by_lhs[n]) for n in range(len(grammar.nonterminals))]
+        for r, rule in enumerate(grammar.rules):
+            by_lhs[rule.lhs].append(rule_start[r])
+        self.predict = [tuple(by_lhs[n]) for n in range(len(grammar.nonterminals))]
+        after: dict[int, list[int]] = defaultdict(list)
+        for p, sym in enumerate(pos_sym):
+            if sym is not None and sym >= 0:
+                after[sym].append(p)
+        self.waiting_anywhere = [tuple(after[n]) for n in range(len(grammar.nonterminals))]
+        self._predictions: list[_Prediction | None] = [None] * len(grammar.nonterminals)
         self.nullable = grammar.nullable
         self.transitions = [d.transitions for d in grammar.dfas]
         self.accepting = [d.accepting.tolist() for d in grammar.dfas]
         self.term_nullable = [bool(d.nullable) for d in grammar.dfas]
         # a pair whose DFA state has no way out is finished once its completion is done
         self.has_exit = [(d.transitions >= 0).any(axis=1).tolist() for d in grammar.dfas]
-        self._rows: dict[tuple[int, int], list[int]] = {}
-        # interning tables
-        self._set_ids: dict[tuple, int] = {}
-        self._set_waiting: list[dict[int, tuple]] = []
-        self._set_leo: list[dict[int, tuple[int, int]]] = []
-        self._state_ids: dict[tuple, int] = {}
-        self.state_pairs: list[tuple] = []
-        self.state_accepting: list[bool] = []
-        # memo tables
-        self._kernel_memo = BoundedCache(memo_limit)
-        self._complete_memo = BoundedCache(memo_limit)
-        self._byte_memo = BoundedCache(memo_limit)
-        self._intern_state((), False)  # DEAD == 0
-        set_id, scans, accept = self._build_set(((0, 0, SELF),))
-        self.initial_state = self._intern_state(
-            tuple((item, t, 0) for item, t in scans if self.has_exit[t][0]), accept
-        )
+        # per terminal, per DFA state: its 256 transitions as a list (filled on first use)
+        self._rows: list[list[list[int] | None]] = [[None] * d.n_states for d in grammar.dfas]
+        self._lock = threading.Lock()
+        self._sets: weakref.WeakValueDictionary = weakref.WeakValueDictionary()  # structure -> set
+        self._set_by_uid: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+        self._set_by_uid[_TOP_UID] = TOP
+        self._set_by_uid[_ANY_UID] = ANY
+        self._states: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+        self._kernel_memo: GenerationalCache = GenerationalCache(memo_limit)
+        self._complete_memo: GenerationalCache = GenerationalCache(memo_limit)
+        self._byte_memo: GenerationalCache = GenerationalCache(memo_limit)
+        self._expect_memo: GenerationalCache = GenerationalCache(memo_limit)
+        self._walk_memo: GenerationalCache = GenerationalCache(memo_limit)
+        _, scan_pairs, accept, _, scan_sets = self._build_set(((0, SELF),))
+        self.initial_state = self._intern_state(scan_pairs, accept, False, scan_sets)
 
     # ------------------------------------------------------------ interning
 
-    def _intern_state(self, pairs: tuple, accepting: bool) -> int:
-        key = (frozenset(pairs), accepting)
-        sid = self._state_ids.get(key)
-        if sid is None:
-            sid = len(self.state_pairs)
-            self._state_ids[key] = sid
-            self.state_pairs.append(tuple(sorted(key[0])))
-            self.state_accepting.append(accepting)
-        return sid
+    def _intern_set(self, waiting: dict, leo: dict, parents: tuple) -> EarleySet:
+        key = (tuple(sorted((sym, tuple(sorted(items))) for sym, items in waiting.items())),
+               tuple(sorted(leo.items())))
+        found = self._sets.get(key)
+        if found is None:
+            with self._lock:
+                found = self._sets.get(key)
+                if found is None:
+                    found = EarleySet(next(_uids), waiting, leo, parents)
+                    self._sets[key] = found
+                    self._set_by_uid[found.uid] = found
+        return found
+
+    def _intern_state(self, pairs: tuple, accepting: bool, lossy: bool, sets: tuple) -> ParserState:
+        """The state of ``pairs``; ``sets`` must include every set a pair starts in (kept alive by the state)."""
+        if not pairs and not accepting:
+            return DEAD_UNKNOWN if lossy else DEAD
+        pairs = tuple(sorted(set(pairs)))
+        key = (pairs, accepting, lossy)
+        found = self._states.get(key)
+        if found is None:
+            uids = {o for _, o, _, _ in pairs}
+            origins = tuple({s.uid: s for s in sets if s.uid in uids}.values())
+            with self._lock:
+                found = self._states.get(key)
+                if found is None:
+                    found = ParserState(pairs, accepting, lossy, origins)
+                    self._states[key] = found
+        return found
+
+    def set_of(self, uid: int) -> EarleySet:
+        """The live set with this uid (a live item or pair keeps its origin set alive)."""
+        return self._set_by_uid[uid]
 
     @property
     def n_states(self) -> int:
-        return len(self.state_pairs)
+        """Parser states alive now (interned weakly: unused ones are freed)."""
+        return len(self._states)
 
     @property
     def n_sets(self) -> int:
-        return len(self._set_waiting)
+        """Earley sets alive now."""
+        return len(self._sets)
+
+    def cache_stats(self) -> dict:
+        return {"parser_states": self.n_states, "earley_sets": self.n_sets,
+                "memo_entries": sum(len(m) for m in (self._kernel_memo, self._complete_memo, self._byte_memo,
+                                                     self._expect_memo, self._walk_memo))}
 
     def _row(self, t: int, q: int) -> list[int]:
-        row = self._rows.get((t, q))
+        row = self._rows[t][q]
         if row is None:
-            row = self.transitions[t][q].tolist()
-            self._rows[(t, q)] = row
+            row = self._rows[t][q] = self.transitions[t][q].tolist()
         return row
 
     # --------------------------------------------------------------- closure
 
-    def _complete(self, lhs: int, origin: int) -> tuple[tuple, bool]:
-        """Items advanced by completing ``lhs`` that started at set ``origin``; and whether that accepts."""
+    def _complete(self, lhs: int, origin: int) -> tuple[tuple, bool, bool]:
+        """Items advanced by completing ``lhs`` that started at set ``origin``; whether that accepts; whether it
+        reached ``TOP``."""
         key = (lhs, origin)
-        hit = self._complete_memo.get(key)
+        hit = self._complete_memo[key]
         if hit is not None:
-            return hit
-        leo = self._set_leo[origin].get(lhs)
+            return hit[0]
+        earley_set = self._set_by_uid[origin]
+        leo = earley_set.leo.get(lhs)
         if leo is not None:
-            lhs, origin = leo[0], (origin if leo[1] == SELF else leo[1])
+            lhs = leo[0]
+            if leo[1] != SELF:
+                earley_set = self._set_by_uid[leo[1]]
         if lhs == 0:
-            result: tuple[tuple, bool] = ((), True)
+            result: tuple = ((), True, False)
+        elif earley_set is TOP:
+            result = ((), False, True)
+        elif earley_set is ANY:  # every item of the grammar waiting on lhs, in any context; or the end of the input
+            result = (tuple((p + 1, _ANY_UID) for p in self.waiting_anywhere[lhs]), True, False)
         else:
-            advanced = tuple(
-                (rule, dot + 1, origin if item_origin == SELF else item_origin)
-                for rule, dot, item_origin in self._set_waiting[origin].get(lhs, ())
-            )
-            result = (advanced, False)
-        self._complete_memo.put(key, result)
-        return result
+            uid = earley_set.uid
+            result = (tuple((p + 1, uid if o == SELF else o) for p, o in earley_set.waiting.get(lhs, ())), False, False)
+        # the entry holds the set: the advanced items start in it or its parents
+        return self._complete_memo.put(key, (result, earley_set))[0]
 
-    def _build_set(self, kernel: tuple) -> tuple[int, tuple, bool]:
-        """Close ``kernel`` into a new Earley set.
+    def _build_set(self, kernel: tuple) -> tuple[EarleySet, tuple, bool, bool, tuple]:
+        """Close ``kernel`` (items whose origins are alive) into an Earley set.
 
-        Returns the interned set id, its scan items (origins resolved) with
-        their terminal, and whether the start symbol completed here.
+        Returns the interned set, its scan pairs ``(position, origin, terminal,
+        0)`` (origins resolved; terminals that can consume a byte), whether the
+        start symbol completed here, whether a completion reached ``TOP`` (then
+        readings are missing), and the sets the pairs start in (to keep alive
+        with a state made of them).
         """
-        key = frozenset(kernel)
-        hit = self._kernel_memo.get(key)
+        key = tuple(sorted(kernel))
+        hit = self._kernel_memo[key]
         if hit is not None:
             return hit
-        rule_rhs = self.rule_rhs
-        rule_lhs = self.rule_lhs
+        pos_sym, pos_lhs, nullable, term_nullable = self.pos_sym, self.pos_lhs, self.nullable, self.term_nullable
         seen = set(kernel)
         agenda = list(kernel)
         waiting: dict[int, list] = defaultdict(list)
         scans: list = []
         predicted: set[int] = set()
+        closures: list[_Prediction] = []  # the context-free part: everything predicted, as precomputed closures
         accept = False
+        touched = False
         while agenda:
             item = agenda.pop()
-            rule, dot, origin = item
-            rhs = rule_rhs[rule]
-            if dot == len(rhs):
-                lhs = rule_lhs[rule]
-                if lhs == 0:
+            p, origin = item
+            sym = pos_sym[p]
+            if sym is None:
+                if pos_lhs[p] == 0:
                     accept = True
                     continue
                 if origin == SELF:
                     continue  # an ε-completion: handled when the nullable symbol was predicted
-                advanced, accepts = self._complete(lhs, origin)
+                advanced, accepts, reached_top = self._complete(pos_lhs[p], origin)
                 accept = accept or accepts
+                touched = touched or reached_top
                 for new in advanced:
                     if new not in seen:
                         seen.add(new)
                         agenda.append(new)
                 continue
-            sym = rhs[dot]
             if sym >= 0:
                 waiting[sym].append(item)
                 if sym not in predicted:
-                    predicted.add(sym)
-                    for r in self.rules_by_lhs[sym]:
-                        new = (r, 0, SELF)
-                        if new not in seen:
-                            seen.add(new)
-                            agenda.append(new)
-                skip = sym in self.nullable
+                    closure = self._predicted(sym)
+                    closures.append(closure)
+                    predicted |= closure.nonterminals
+                skip = sym in nullable
             else:
-                scans.append((item, ~sym))
-                skip = self.term_nullable[~sym]
+                scans.append((p, origin, ~sym))
+                skip = term_nullable[~sym]
             if skip:
-                new = (rule, dot + 1, origin)
+                new = (p + 1, origin)
                 if new not in seen:
                     seen.add(new)
                     agenda.append(new)
+        for closure in closures:
+            for sym, items in closure.waiting.items():
+                waiting[sym].extend(items)
+            scans.extend(closure.scans)
+        if len(closures) > 1:  # closures of different nonterminals may overlap
+            waiting = defaultdict(list, {sym: list(dict.fromkeys(items)) for sym, items in waiting.items()})
+            scans = list(dict.fromkeys(scans))
         leo = self._leo_entries(waiting)
         for sym in leo:
             del waiting[sym]
-        frozen_waiting = {sym: tuple(sorted(items)) for sym, items in waiting.items()}
-        set_key = (frozenset(frozen_waiting.items()), frozenset(leo.items()))
-        set_id = self._set_ids.get(set_key)
-        if set_id is None:
-            set_id = len(self._set_waiting)
-            self._set_ids[set_key] = set_id
-            self._set_waiting.append(frozen_waiting)
-            self._set_leo.append(leo)
-        resolved = tuple(
-            ((rule, dot, set_id if origin == SELF else origin), t) for (rule, dot, origin), t in scans
-        )
-        result = (set_id, resolved, accept)
-        self._kernel_memo.put(key, result)
-        return result
+        # every origin met here is alive now (reachable from the kernel's); hold the ones kept
+        set_by_uid = self._set_by_uid
+        used = {o for items in waiting.values() for _, o in items} | {o for _, o in leo.values()}
+        used.discard(SELF)
+        earley_set = self._intern_set({sym: tuple(items) for sym, items in waiting.items()}, leo,
+                                      tuple(set_by_uid[u] for u in used))
+        uid = earley_set.uid
+        has_exit = self.has_exit
+        scan_pairs = tuple((p, uid if o == SELF else o, t, 0) for p, o, t in scans if has_exit[t][0])
+        scan_uids = {o for _, o, _, _ in scan_pairs}
+        scan_sets = tuple(earley_set if u == uid else set_by_uid[u] for u in scan_uids)
+        return self._kernel_memo.put(key, (earley_set, scan_pairs, accept, touched, scan_sets))
 
-    def _leo_entries(self, waiting: dict[int, list]) -> dict[int, tuple[int, int]]:
+    def _predicted(self, nonterminal: int) -> "_Prediction":
+        """The closure of predicting ``nonterminal`` (only items predicted here: context-free, computed once)."""
+        found = self._predictions[nonterminal]
+        if found is not None:
+            return found
+        pos_sym, nullable, term_nullable, predict = self.pos_sym, self.nullable, self.term_nullable, self.predict
+        agenda = [(start, SELF) for start in predict[nonterminal]]
+        seen = set(agenda)
+        done = {nonterminal}
+        waiting: dict[int, list] = defaultdict(list)
+        scans: list = []
+        while agenda:
+            item = agenda.pop()
+            p = item[0]
+            sym = pos_sym[p]
+            if sym is None:
+                continue  # an ε-completion: handled where the nullable symbol was predicted
+            if sym >= 0:
+                waiting[sym].append(item)
+                if sym not in done:
+                    done.add(sym)
+                    for start in predict[sym]:
+                        new = (start, SELF)
+                        if new not in seen:
+                            seen.add(new)
+                            agenda.append(new)
+                skip = sym in nullable
+            else:
+                scans.append((p, SELF, ~sym))
+                skip = term_nullable[~sym]
+            if skip:
+                new = (p + 1, SELF)
+                if new not in seen:
+                    seen.add(new)
+                    agenda.append(new)
+        found = self._predictions[nonterminal] = _Prediction(
+            {sym: tuple(items) for sym, items in waiting.items()}, tuple(scans), frozenset(done))
+        return found
+
+    def _leo_entries(self, waiting: dict[int, list]) -> dict[int, tuple]:
         """Leo entries of a set: ``sym -> (Y, origin)`` where completing ``sym`` here means completing ``Y`` there.
 
         ``sym`` qualifies when exactly one item waits on it and ``sym`` is that
@@ -210,14 +385,14 @@ class EarleyParser:
         earlier sets' entries and through this set's own (``origin == SELF``),
         so an entry's target never has an entry itself.
         """
-        rule_rhs, rule_lhs = self.rule_rhs, self.rule_lhs
-        candidates: dict[int, tuple[int, int]] = {}
+        pos_last, pos_lhs = self.pos_last, self.pos_lhs
+        candidates: dict[int, tuple] = {}
         for sym, items in waiting.items():
             if len(items) == 1:
-                rule, dot, origin = items[0]
-                if dot == len(rule_rhs[rule]) - 1:
-                    candidates[sym] = (rule_lhs[rule], origin)
-        resolved: dict[int, tuple[int, int] | None] = {}
+                p, origin = items[0]
+                if pos_last[p]:
+                    candidates[sym] = (pos_lhs[p], origin)
+        resolved: dict[int, tuple | None] = {}
         for first in candidates:
             path: list[int] = []
             cur = first
@@ -231,7 +406,7 @@ class EarleyParser:
                 path.append(cur)
                 x, origin = candidates[cur]
                 if origin != SELF:
-                    far = self._set_leo[origin].get(x)
+                    far = self._set_by_uid[origin].leo.get(x)
                     if far is None:
                         target = (x, origin)
                     else:
@@ -241,11 +416,7 @@ class EarleyParser:
                     target = (x, SELF)
                     break
                 cur = x
-            # unwind: each path element completes into the next one's target
             for sym in reversed(path):
-                if target is None:
-                    resolved[sym] = None
-                    continue
                 resolved[sym] = target
             # a same-set link whose successor got no entry falls back to (x, SELF)
             for sym in path:
@@ -257,49 +428,174 @@ class EarleyParser:
 
     # ------------------------------------------------------------------ steps
 
-    def step_byte(self, state: int, byte: int) -> int:
+    def step_byte(self, state: ParserState, byte: int) -> ParserState:
         """The state after one more byte (``DEAD`` if no reading survives)."""
-        key = (state, byte)
-        hit = self._byte_memo.get(key)
+        key = (state.uid, byte)
+        hit = self._byte_memo[key]
         if hit is not None:
             return hit
+        if state is DEAD or state is DEAD_UNKNOWN:
+            return state
         pairs = []
         completed = []
         accepting = self.accepting
         has_exit = self.has_exit
-        for item, t, q in self.state_pairs[state]:
-            q2 = self._row(t, q)[byte]
+        rows = self._rows
+        for p, o, t, q in state.pairs:
+            row = rows[t][q] or self._row(t, q)
+            q2 = row[byte]
             if q2 >= 0:
                 if has_exit[t][q2]:
-                    pairs.append((item, t, q2))
+                    pairs.append((p, o, t, q2))
                 if accepting[t][q2]:
-                    rule, dot, origin = item
-                    completed.append((rule, dot + 1, origin))
+                    completed.append((p + 1, o))
         accept = False
+        lossy = state.lossy
+        sets = state.origins
         if completed:
-            _, scans, accept = self._build_set(tuple(completed))
-            pairs.extend((item, t, 0) for item, t in scans if self.has_exit[t][0])
-        result = self._intern_state(tuple(pairs), accept) if (pairs or accept) else DEAD
-        self._byte_memo.put(key, result)
-        return result
+            _, scan_pairs, accept, touched, scan_sets = self._build_set(tuple(completed))
+            lossy = lossy or touched
+            pairs.extend(scan_pairs)
+            sets = sets + scan_sets
+        return self._byte_memo.put(key, self._intern_state(tuple(pairs), accept, lossy, sets))
 
-    def step_bytes(self, state: int, data: bytes) -> tuple[int, bool, int]:
+    def step_token(self, state: ParserState, data: bytes) -> tuple[ParserState, bool]:
+        """(state after ``data``, whether the input was a sentence at a byte boundary after the first byte).
+
+        Equal to ``step_bytes`` but faster on new states: each pair walks its
+        terminal's DFA over the bytes (a context-free walk, memoized per
+        ``(terminal, q, bytes)``), and the parser only works where a lexeme
+        completes; nothing between boundaries is interned.
+        """
+        if state is DEAD or state is DEAD_UNKNOWN:
+            return state, False
+        n = len(data)
+        walk = self._walk
+        lossy = state.lossy
+        sets = state.origins
+        final: list = []
+        completions: dict[int, list] = {}
+        starts = state.pairs
+        k = 0
+        passed = False
+        accept = False  # whether the state after all of ``data`` accepts
+        while True:
+            rest = data[k:] if k else data
+            walked: dict = {}  # pairs that share a terminal and DFA state walk once
+            for p, o, t, q in starts:
+                result = walked.get((t, q))
+                if result is None:
+                    result = walked[(t, q)] = walk(t, q, rest)
+                q_end, ends = result
+                if q_end >= 0:
+                    final.append((p, o, t, q_end))
+                for j in ends:
+                    at = completions.get(k + j)
+                    if at is None:
+                        completions[k + j] = [(p + 1, o)]
+                    else:
+                        at.append((p + 1, o))
+            if not completions:
+                break
+            k = min(completions)
+            _, starts, accept_here, touched, scan_sets = self._build_set(tuple(dict.fromkeys(completions.pop(k))))
+            lossy = lossy or touched
+            sets = sets + scan_sets
+            passed = passed or accept_here
+            if k == n:
+                final.extend(starts)
+                accept = accept_here
+                break
+        if not final and not accept:
+            return (DEAD_UNKNOWN if lossy else DEAD), passed
+        return self._intern_state(tuple(final), accept, lossy, sets), passed
+
+    def _walk(self, t: int, q: int, data: bytes) -> tuple[int, tuple[int, ...]]:
+        """Terminal ``t`` from DFA state ``q`` over ``data``: (final state if alive and not finished, else -1;
+        the prefix lengths >= 1 after which it accepts)."""
+        key = (t, q, data)
+        hit = self._walk_memo[key]
+        if hit is not None:
+            return hit
+        rows = self._rows[t]
+        accepting = self.accepting[t]
+        ends = []
+        for i, byte in enumerate(data, 1):
+            q = (rows[q] or self._row(t, q))[byte]
+            if q < 0:
+                break
+            if accepting[q]:
+                ends.append(i)
+        else:
+            if not self.has_exit[t][q]:
+                q = -1
+        return self._walk_memo.put(key, (q, tuple(ends)))
+
+    def step_bytes(self, state: ParserState, data: bytes) -> tuple[ParserState, bool, int]:
         """Feed ``data``; returns (state, accepted at some byte boundary after the first byte, bytes consumed before dying)."""
         passed_accept = False
-        accepting = self.state_accepting
         for i, byte in enumerate(data):
             state = self.step_byte(state, byte)
-            if state == DEAD:
-                return DEAD, passed_accept, i
-            passed_accept = passed_accept or accepting[state]
+            if state is DEAD or state is DEAD_UNKNOWN:
+                return state, passed_accept, i
+            passed_accept = passed_accept or state.accepting
         return state, passed_accept, len(data)
 
-    def is_accepting(self, state: int) -> bool:
-        return self.state_accepting[state]
+    def expected_after(self, item: tuple) -> tuple[tuple[int, ...], bool]:
+        """Terminals that can start right after the terminal of ``item`` (``(position, origin)``) completes; and
+        whether that reached ``TOP``."""
+        hit = self._expect_memo[item]
+        if hit is None:
+            _, scan_pairs, _, touched, _ = self._build_set(((item[0] + 1, item[1]),))
+            hit = self._expect_memo.put(item, (tuple(sorted({t for _, _, t, _ in scan_pairs})), touched))
+        return hit
 
-    def is_viable(self, state: int) -> bool:
-        return state != DEAD
+    # ------------------------------------------------------------ truncation
 
-    def live_items(self, state: int) -> int:
+    def truncated(self, state: ParserState, depth: int, beyond: EarleySet = TOP) -> ParserState:
+        """``state`` with every origin more than ``depth`` completions away replaced by ``beyond`` (``TOP`` or ``ANY``)."""
+        table = state._trunc
+        if table is None:
+            table = state._trunc = {}
+        found = table.get((depth, beyond.uid))
+        if found is None:
+            cut = {s.uid: self._truncated_set(s, depth - 1, beyond) for s in state.origins}
+            pairs = tuple((p, cut[o].uid, t, q) for p, o, t, q in state.pairs)
+            found = table[(depth, beyond.uid)] = self._intern_state(pairs, state.accepting, state.lossy,
+                                                                    tuple(cut.values()))
+        return found
+
+    def _truncated_set(self, earley_set: EarleySet, depth: int, beyond: EarleySet) -> EarleySet:
+        if depth <= 0 or earley_set is TOP or earley_set is ANY:
+            return beyond
+        table = earley_set._trunc
+        if table is None:
+            table = earley_set._trunc = {}
+        found = table.get((depth, beyond.uid))
+        if found is not None:
+            return found
+        # the recursion is as deep as the (small) truncation depth, never the input
+        cut = {s.uid: self._truncated_set(s, depth - 1, beyond) for s in earley_set.parents}
+
+        def new(o: int) -> int:
+            return o if o == SELF else cut[o].uid
+
+        waiting = {sym: tuple((p, new(o)) for p, o in items) for sym, items in earley_set.waiting.items()}
+        leo = {sym: (y, new(o)) for sym, (y, o) in earley_set.leo.items()}
+        found = table[(depth, beyond.uid)] = self._intern_set(waiting, leo, tuple(cut.values()))
+        return found
+
+    # --------------------------------------------------------------- queries
+
+    def is_accepting(self, state: ParserState) -> bool:
+        return state.accepting
+
+    def is_viable(self, state: ParserState) -> bool:
+        return not is_dead(state)
+
+    def pairs(self, state: ParserState) -> tuple:
+        return state.pairs
+
+    def live_items(self, state: ParserState) -> int:
         """How many scan pairs the state holds (constant under Leo for right recursion)."""
-        return len(self.state_pairs[state])
+        return len(state.pairs)

@@ -1,16 +1,29 @@
 """JSON Schema front end: a schema becomes an IR grammar of the JSON texts it accepts.
 
 ``parse_json_schema(schema, *, whitespace="flexible", max_whitespace=16,
-indent=None, any_order=False, strict=True) -> ir.Grammar`` (start rule
-``root``, ``syntax="json_schema"``, ``end_mode="eos"``). The ``json_object``
-syntax is ``parse_json_schema({"type": "object"}, ...)``.
+indent=None, any_order=False, strict=True, registry=None) -> ir.Grammar``
+(start rule ``root``, ``syntax="json_schema"``, ``end_mode="eos"``). The
+``json_object`` syntax is ``parse_json_schema({"type": "object"}, ...)``.
 
 Structure. Every reachable conjunction of subschemas gets one named rule
 (``$ref``/``allOf`` are flattened into the conjunction, ``anyOf``/``oneOf``
-become one alternative per branch), so recursive schemas are recursive rules
-and nothing recurses in Python over the schema. Lexical pieces are terminals
-(one ``ir.Terminal`` object per distinct language): a whole string, a number,
-a key fused with its colon, ``{``/``[`` with the whitespace after them, etc.
+become one alternative per branch; subschemas of annotations only, such as
+the ``description`` beside a ``$ref``, drop out, so every reference to a
+definition shares its rule), so recursive schemas are recursive rules and
+nothing recurses in Python over the schema. Lexical pieces are terminals,
+chosen to be cheap and shared (see ``_layout`` and ``_scalars``): each scalar
+type is its own terminal (a string, a number, ``true|false``, ``null``), a
+declared key is a literal terminal, the colon with its whitespace is one
+terminal shared by every key, ``{``/``[`` carry the whitespace after them, a
+counted string is made of a fixed set of chunk terminals; the same piece is
+the same ``ir.Terminal`` object in every schema compiled in the process, so
+automata and token rows built for one schema serve the next.
+
+Documents (``_document``): ``$ref``s are resolved as ``jsonschema`` resolves
+them, across the documents of ``registry`` (a ``referencing.Registry`` or a
+mapping URI -> schema): relative URIs against the enclosing ``$id``s, JSON
+pointer and anchor fragments, resources embedded by ``$id``. Other documents
+are read lazily (only the definitions reached) and never fetched.
 
 Exact (the grammar's language is exactly the valid texts, in the layout and
 property order described below):
@@ -31,8 +44,9 @@ property order described below):
 * integer ``minimum``/``maximum``/``exclusive*`` (any bounds, one-sided too),
   integer ``multipleOf`` (enumerated for small ranges, else a mod-k automaton);
 * ``$ref`` to ``#``, ``#/$defs/..``, ``#/definitions/..`` (``~0 ~1`` and
-  %-escapes), ``#anchor`` and the root ``$id``; draft <= 7 ignores siblings of
-  ``$ref`` as the spec says;
+  %-escapes), ``#anchor``, ``$id``-relative URIs and other documents of the
+  registry; draft <= 7 (the root's ``$schema``, as ``jsonschema`` decides)
+  ignores siblings of ``$ref`` as the spec says;
 * ``allOf`` (a true conjunction, not a merge heuristic), ``anyOf``.
 
 Approximate, but sound (every accepted text is valid):
@@ -42,10 +56,15 @@ Approximate, but sound (every accepted text is valid):
   ``_pattern``: ``\\d`` ASCII, ``$`` only at the very end, ``.`` excluding all
   line terminators; lookaround, backreferences and ``\\b`` are unsupported);
 * ``format``: see ``formats`` (e.g. the 253-character hostname limit is not
-  enforced);
+  enforced); OpenAPI's ``int8``...``int64``/``uint8``...``uint64`` bound
+  integers and ``byte`` is base64 (``jsonschema`` checks neither);
 * ``enum``/``const`` values and declared keys are written as ``json.dumps``
   writes them (with ``ensure_ascii`` on or off); other escapings of the same
   text are rejected; numbers in their ``json.dumps`` form;
+* a key outside the declared names (``additionalProperties``) may not escape
+  a printable ASCII character needlessly (``\\u0061``, ``\\/``) before it
+  leaves every declared name: its automaton stays the size of the names' trie
+  (``_keys``);
 * ``type: integer`` is plain integers (no ``1.0``, no ``-0``); number bounds
   are exact in plain decimal notation, exponents only where they provably stay
   in range (``numbers``); a number with an integer ``multipleOf`` is written
@@ -59,13 +78,15 @@ Approximate, but sound (every accepted text is valid):
 
 Not sound (warned): ``oneOf`` is treated as ``anyOf`` unless its branches are
 provably disjoint (types, const/enum values, or a required discriminator
-property); ``uniqueItems`` is not enforced; JSON objects with a repeated
+property), after ``null``/booleans that several branches accept outright are
+dropped from all of them (exact: such a value can match no single branch); ``uniqueItems`` is not enforced; JSON objects with a repeated
 *additional* key (which a parser collapses) can slip past
 ``minProperties``. Declared keys can never repeat.
 
 Unsupported keywords (``not``, ``if``, ``dependentRequired``,
 ``dependentSchemas``, ``dependencies``, ``contains``, ``unevaluated*``,
-``$dynamicRef``, non-integer ``multipleOf``, non-local ``$ref``, the
+``$dynamicRef``, non-integer ``multipleOf``, a ``$ref`` to a document not in
+the registry, the
 ``idn-*``/``iri*``/``uri-reference``/``uri-template``/``regex``/
 ``relative-json-pointer`` formats, unsupported regex syntax) raise
 ``GrammarError`` naming the keyword and its JSON pointer
@@ -78,12 +99,13 @@ validators do.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Optional, Union
 
 from ...errors import GrammarError
 from ...ir import Grammar
 from ._builder import Builder
-from ._document import JsonSchemaWarning, Document
+from ._document import Document, JsonSchemaWarning, check_registry
 from ._layout import Layout
 
 DEFAULT_MAX_WHITESPACE = 16
@@ -99,6 +121,7 @@ def parse_json_schema(
     indent: Optional[int] = None,
     any_order: bool = False,
     strict: bool = True,
+    registry: Optional[Mapping] = None,
 ) -> Grammar:
     """Read a JSON Schema (text, dict or boolean) into a grammar of the JSON texts it accepts.
 
@@ -109,6 +132,9 @@ def parse_json_schema(
       (overrides ``whitespace``).
     * ``any_order``: declared properties in any order (each at most once);
       by default they come in schema order, optional ones skippable.
+    * ``registry``: the other documents ``$ref`` may point into, as a
+      ``referencing.Registry`` or a mapping URI -> schema (nothing is ever
+      fetched; a ``$ref`` to a document found nowhere raises ``GrammarError``).
     * ``strict``: unsupported keywords raise ``GrammarError`` naming the
       keyword and its JSON pointer; with ``strict=False`` they are ignored with
       a ``JsonSchemaWarning``.
@@ -123,9 +149,10 @@ def parse_json_schema(
             schema = json.loads(schema)
         except (ValueError, RecursionError) as e:
             raise GrammarError(f"the schema is not valid JSON: {e}") from None
+    registry = check_registry(registry)
     if not isinstance(schema, (dict, bool)):
         raise GrammarError(f"a schema must be an object or a boolean, got {type(schema).__name__}")
-    doc = Document(schema, strict)
+    doc = Document(schema, strict, registry)
     layout = Layout(whitespace, max_whitespace, indent)
     grammar = Builder(doc, layout, any_order).build()
     if source:

@@ -8,26 +8,28 @@ from __future__ import annotations
 
 import re
 from collections import deque
-from decimal import ROUND_CEILING, ROUND_FLOOR
+from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
 from typing import Any, Optional
 
 from ... import ir
+from ...budget import current_budget
 from ...errors import GrammarError
 from . import _charset as cs
 from ._document import Document, child
 from ._fsm import TooLarge, combine
 from ._layout import Layout
-from ._long_strings import MAX_COUNT_RANGE, STRING_CHUNK, chunked_string, threaded_string
-from ._merge import Atom, Merged, Unsatisfiable, expand, first_choice, merge
+from ._long_strings import MAX_COUNT_RANGE, STRING_CHUNK, counted_string, threaded_string
+from ._merge import Atom, Merged, Unsatisfiable, tighter_hi, tighter_lo, expand, first_choice, merge
 from ._objects import Member, TooManyStates, object_expr
-from ._oneof import disjoint
+from ._oneof import disjoint, exclusive
 from ._pattern import PatternError, pattern_language, search
 from ._prune import prune
 from ._rx import Rx, alt, cc, lit, rep, seq
-from ._strings import CHAR, encode, quoted
+from ._strings import encode, quoted, word
 from ._validate import Validator, json_key
-from .formats import FORMATS, UNSUPPORTED_FORMATS, format_language
-from .numbers import INTEGER, NUMBER, decimal_range, integer_range, multiple_of_regex
+from ._scalars import ANY_NUMBER, BOOLEAN, NULL, format_terminal, integer_terminal
+from .formats import FORMATS, INTEGER_FORMATS, UNSUPPORTED_FORMATS, format_language
+from .numbers import decimal_range, integer_range, multiple_of_regex
 
 MAX_INDENT_UNROLL = 16  # indent layout: instances of one subschema at distinct depths
 MAX_RULES = 50_000
@@ -38,7 +40,8 @@ ANY_CHAR = cc(cs.ANY)
 
 
 def _rule_base(pointer: str) -> str:
-    if not pointer:
+    """A readable rule name from a location (``uri#pointer`` for another document)."""
+    if not pointer or pointer == "/":
         return "value"
     text = re.sub(r"[^A-Za-z0-9]+", "_", pointer.replace("$defs", "defs")).strip("_")
     return (text[-40:] or "value").lstrip("_") or "value"
@@ -62,10 +65,10 @@ class Builder:
 
     # ------------------------------------------------------------ helpers
 
-    def term(self, rx: Rx, name: str) -> ir.Terminal:
-        """One shared ``ir.Terminal`` per distinct language."""
+    def term(self, rx: Rx, name: str) -> Optional[ir.Terminal]:
+        """One ``ir.Terminal`` per distinct language of this schema (None: the empty language)."""
         if rx is None:
-            raise GrammarError("internal error: empty terminal")
+            return None
         t = self._terms.get(rx)
         if t is None:
             t = self._terms[rx] = ir.Terminal(rx, name=name)
@@ -104,7 +107,7 @@ class Builder:
         key = (frozenset(flat), depth)
         name = self.nodes.get(key)
         if name is None:
-            base = _rule_base(flat[0][0] if flat else atoms[0][0] if atoms else "any")
+            base = _rule_base(self.doc.show(flat[0][0]) if flat else "any")
             if not flat:
                 base = "any"
             if self.layout.indent is not None:
@@ -120,16 +123,17 @@ class Builder:
     # -------------------------------------------------------------- build
 
     def build(self) -> ir.Grammar:
+        budget = current_budget()
         root = self.value_rule((("", frozenset()),), 0)
         while self.queue:
+            budget.tick("building the JSON Schema grammar")
             name, atoms, depth = self.queue.popleft()
             self.add_rule(name, self._body(name, atoms, depth))
         if root is None:
             raise GrammarError("the schema is unsatisfiable (false): no JSON value matches it")
-        edge = self.layout.edge()
         items: list[ir.Expr] = [ir.Ref(root)]
-        if edge != seq():
-            w = self.term(edge, "ws")
+        if self.layout.flexible:
+            w = self.layout.punct("edge")
             items = [w, ir.Ref(root), w]
         self.rules["root"] = items[0] if len(items) == 1 else ir.Sequence(tuple(items))
         return prune(self.rules)
@@ -140,14 +144,17 @@ class Builder:
             i, kw, n = choice
             ptr, skip = atoms[i]
             alts: list[ir.Expr] = []
-            branches = []
-            for k in range(n):
-                branch = atoms[:i] + ((ptr, skip | {kw}), (child(ptr, kw, k), frozenset())) + atoms[i + 1:]
+            branches = [atoms[:i] + ((ptr, skip | {kw}), (child(ptr, kw, k), frozenset())) + atoms[i + 1:]
+                        for k in range(n)]
+            if kw == "oneOf":
+                branches = exclusive(self.doc, branches)
+            kept = []
+            for branch in branches:
                 r = self.value_rule(branch, depth)
                 if r is not None:
                     alts.append(ir.Ref(r))
-                    branches.append(branch)
-            if kw == "oneOf" and not disjoint(self.doc, branches):
+                    kept.append(branch)
+            if kw == "oneOf" and not disjoint(self.doc, kept):
                 self.doc.warn(
                     f"'oneOf' at '{child(ptr, kw)}' is treated as 'anyOf' "
                     "(its branches may overlap, so a value matching two of them is accepted)"
@@ -159,40 +166,24 @@ class Builder:
     # ---------------------------------------------------------- fragments
 
     def _fragments(self, m: Merged, depth: int, containers: bool = True) -> list[ir.Expr]:
+        """One alternative per JSON type ``m`` allows (scalars first; each scalar type its own terminal)."""
         if m.enums:
             return self._enum(m, depth)
-        scalars: list[Rx] = []
         t = m.types
-        out: list[ir.Expr] = []
-        if "object" in t and containers:
-            e = self._object(m, depth)
-            if e is not None:
-                out.append(e)
-        if "array" in t and containers:
-            e = self._array(m, depth)
-            if e is not None:
-                out.append(e)
+        out: list[Optional[ir.Expr]] = []
         if "string" in t:
-            s = self._string(m)
-            if isinstance(s, (ir.Sequence, ir.Choice)):
-                out.append(s)
-            else:
-                scalars.append(s)
+            out.append(self._string(m))
         if "int" in t or "frac" in t:
-            scalars.append(self._number(m))
+            out.append(self._number(m))
         if "boolean" in t:
-            scalars.append(alt(lit("true"), lit("false")))
+            out.append(BOOLEAN)
         if "null" in t:
-            scalars.append(lit("null"))
-        sc = alt(*scalars)
-        if sc is not None:
-            out.insert(0, self.term(sc, self._scalar_name(t)))
-        return out
-
-    @staticmethod
-    def _scalar_name(t: set[str]) -> str:
-        parts = [x for x in ("string", "int", "frac", "boolean", "null") if x in t]
-        return "|".join(parts) if len(parts) > 1 else (parts[0] if parts else "scalar")
+            out.append(NULL)
+        if "object" in t and containers:
+            out.append(self._object(m, depth))
+        if "array" in t and containers:
+            out.append(self._array(m, depth))
+        return [e for e in out if e is not None]
 
     def _enum(self, m: Merged, depth: int) -> list[ir.Expr]:
         for fmt, at in m.formats:
@@ -218,7 +209,7 @@ class Builder:
 
     # ------------------------------------------------------------ numbers
 
-    def _number(self, m: Merged) -> Rx:
+    def _number(self, m: Merged) -> Optional[ir.Expr]:
         ints_only = "frac" not in m.types
         k = 1
         for v, at in m.multiple_of:
@@ -228,25 +219,32 @@ class Builder:
             ints_only = True
             k = _lcm(k, int(v))
         lo, hi = m.lo, m.hi
+        for fmt, _ in m.formats:
+            if fmt in INTEGER_FORMATS:
+                a, b = INTEGER_FORMATS[fmt]
+                lo = tighter_lo(lo, (Decimal(a), False))
+                hi = tighter_hi(hi, (Decimal(b), False))
         if not ints_only:
             if lo is None and hi is None:
-                return NUMBER
-            return decimal_range(lo[0] if lo else None, bool(lo and lo[1]), hi[0] if hi else None, bool(hi and hi[1]))
+                return ANY_NUMBER
+            rx = decimal_range(lo[0] if lo else None, bool(lo and lo[1]), hi[0] if hi else None, bool(hi and hi[1]))
+            return self.term(rx, "number")
         ilo = ihi = None
         if lo is not None:
             ilo = int(lo[0].to_integral_value(ROUND_FLOOR)) + 1 if lo[1] else int(lo[0].to_integral_value(ROUND_CEILING))
         if hi is not None:
             ihi = int(hi[0].to_integral_value(ROUND_CEILING)) - 1 if hi[1] else int(hi[0].to_integral_value(ROUND_FLOOR))
         if k == 1:
-            return INTEGER if ilo is None and ihi is None else integer_range(ilo, ihi)
+            if ilo is not None and ihi is not None and ilo > ihi:
+                return None
+            return integer_terminal(ilo, ihi)
         if ilo is not None and ihi is not None and (ihi - ilo) // k <= MAX_ENUMERATED_MULTIPLES:
             first = -((-ilo) // k) * k
-            return alt(*(lit(str(n)) for n in range(first, ihi + 1, k)))
+            return self.term(alt(*(lit(str(n)) for n in range(first, ihi + 1, k))), "integer")
         if k > 1000:
             self.doc.problem(f"'multipleOf' {k} on an unbounded range is unsupported", m.multiple_of[0][1])
-            return integer_range(ilo, ihi)
-        base = integer_range(ilo, ihi)
-        return combine(base, [multiple_of_regex(k)])
+            return integer_terminal(ilo, ihi)
+        return self.term(combine(integer_range(ilo, ihi), [multiple_of_regex(k)]), "integer")
 
     # ------------------------------------------------------------ strings
 
@@ -277,25 +275,26 @@ class Builder:
             return langs[0]
         return combine(base, langs)
 
-    def _string(self, m: Merged) -> Any:
-        """A string terminal's language, or a rule expression for long/complex strings."""
+    def _string(self, m: Merged) -> Optional[ir.Expr]:
+        """A string terminal, or a rule expression for long or complex strings (None: no string fits)."""
         lo, hi = m.min_len, m.max_len
         if hi is not None and hi < lo:
             return None
-        long = (hi is None and lo > 2 * STRING_CHUNK) or (hi is not None and hi > 2 * STRING_CHUNK)
+        where = m.where
         langs = self._string_constraints(m)
         if not langs:
-            if long:
-                return chunked_string(self, lo, hi, m.atoms[0][0])
-            return quoted(rep(CHAR, lo, hi))
+            return counted_string(self, lo, hi, where)
+        if lo == 0 and hi is None and len(langs) == 1 and not m.patterns:
+            return format_terminal(next(f for f, _ in m.formats if f in FORMATS))
+        long = (hi is None and lo > 2 * STRING_CHUNK) or (hi is not None and hi > 2 * STRING_CHUNK)
         if not long or (hi is None and lo == 0):
             try:
                 if len(langs) == 1 and lo == 0 and hi is None:
-                    return quoted(encode(langs[0]))
-                return quoted(encode(combine(rep(ANY_CHAR, lo, hi), langs)))
+                    return self.term(quoted(encode(langs[0])), "string")
+                return self.term(quoted(encode(combine(rep(ANY_CHAR, lo, hi), langs))), "string")
             except TooLarge:
                 pass
-        return threaded_string(self, langs, lo, hi, m.atoms[0][0])
+        return threaded_string(self, langs, lo, hi, where)
 
     # ------------------------------------------------------------- arrays
 
@@ -317,7 +316,7 @@ class Builder:
         lo, hi = m.min_items, m.max_items
         if hi is not None and hi - lo > MAX_COUNT_RANGE:
             self.doc.problem(f"maxItems {hi} is too large to enforce exactly (more than {MAX_COUNT_RANGE} above minItems)",
-                             m.atoms[0][0])
+                             m.where)
             hi = None
         elems: list[Optional[str]] = []
         for i in range(K if hi is None else min(K, hi)):
@@ -333,17 +332,17 @@ class Builder:
                 hi = K if hi is None else min(hi, K)
         if hi is not None and hi < lo:
             return None
-        empty = self.term(L.empty("[]", depth), "empty_array")
+        empty = L.punct("[]", depth)
         if hi == 0:
             return empty if lo == 0 else None
-        comma = self.term(L.comma(depth), "comma")
+        comma = L.punct(",", depth)
 
         def elem(i: int) -> str:
             r = elems[i] if i < K else rest
             assert r is not None
             return r
 
-        base = _rule_base(m.atoms[0][0]) if m.atoms else "any"
+        base = _rule_base(self.doc.show(m.where)) if m.atoms else "any"
         # T(i): the elements from index i on (each preceded by a comma)
         tail_names: dict[int, str] = {}
 
@@ -370,7 +369,7 @@ class Builder:
                 alts.append(ir.Sequence((comma, ir.Ref(elem(i)), tail(i + 1))))
             self.add_rule(nm, alts)
         body = ir.Sequence(
-            (self.term(L.open("[", depth), "lbracket"), ir.Ref(elem(0)), tail(1), self.term(L.close("]", depth), "rbracket"))
+            (L.punct("[", depth), ir.Ref(elem(0)), tail(1), L.punct("]", depth))
         )
         return ir.Choice((empty, body)) if lo == 0 else body
 
@@ -401,14 +400,13 @@ class Builder:
                 if k in required:
                     return None
                 continue
-            key = seq(lit('"'), _canonical_key(k), lit('"'))
-            props.append(Member(key, r, k in required))
+            props.append(Member(self.layout.key(k), r, k in required))
         regions = self._regions(m, declared, depth)
-        base = _rule_base(m.atoms[0][0]) if m.atoms else "any"
+        base = _rule_base(self.doc.show(m.where)) if m.atoms else "any"
         try:
             return object_expr(self, self.fresh(f"{base}_obj"), depth, props, regions, m.min_props, m.max_props)
         except TooManyStates:
-            where = m.objects[0].pointer if m.objects else m.atoms[0][0]
+            where = m.objects[0].pointer if m.objects else m.where
             self.doc.problem("minProperties/maxProperties too large to count with these properties", where)
             return object_expr(self, self.fresh(f"{base}_obj"), depth, props, regions, 0, None)
 
@@ -435,7 +433,8 @@ class Builder:
             except PatternError as e:
                 self.doc.problem(f"unsupported patternProperties regex {src!r} ({e})", p)
         pats = usable
-        words = [_word(k) for k in declared]
+        words: list[Rx] = []
+        simple = not pats and not names_langs  # keys are "anything but the declared names"
         out: list[Member] = []
         for mask in range(1 << len(pats)):
             atoms: list[Atom] = []
@@ -448,17 +447,22 @@ class Builder:
             value = self.value_rule(tuple(atoms), self.child_depth(depth))
             if value is None:
                 continue
+            if simple:
+                out.append(Member(self.layout.other_key(tuple(sorted(set(declared)))), value))
+                continue
+            if declared and not words:
+                words = [word(k) for k in declared]
             keep = [under[j] for j in range(len(pats)) if mask >> j & 1] + names_langs
             drop = [over[j] for j in range(len(pats)) if not mask >> j & 1] + words
             try:
                 lang = combine(rep(ANY_CHAR, 0, None), keep, drop)
             except TooLarge:
-                where = m.objects[0].pointer if m.objects else m.atoms[0][0]
+                where = m.objects[0].pointer if m.objects else m.where
                 self.doc.warn(f"member keys at '{where}' are too complex to describe; some keys are not generated")
                 continue
             if lang is None:
                 continue
-            out.append(Member(quoted(encode(lang)), value))  # type: ignore[arg-type]
+            out.append(Member(self.layout.key_of(quoted(encode(lang))), value))
         return out
 
     def _names_language(self, pointer: str) -> Rx:
@@ -473,7 +477,7 @@ class Builder:
         m = merge(self.doc, flat)
         if m.enums:
             values = [v for v in m.enums[0][0] if isinstance(v, str) and all(self.validator.valid(v, p, s) for p, s in flat)]
-            return alt(*(_word(v) for v in values))
+            return alt(*(word(v) for v in values))
         if "string" not in m.types:
             return None
         try:
@@ -498,16 +502,6 @@ def _safe_search(src: str, key: str) -> bool:
         return search(src, key)
     except PatternError:
         return False  # reported where the pattern's key region is built
-
-
-def _word(s: str) -> Rx:
-    return seq(*(cc(cs.single(ord(c))) for c in s))
-
-
-def _canonical_key(s: str) -> Rx:
-    from ._layout import canonical_text
-
-    return canonical_text(s)
 
 
 def _lcm(a: int, b: int) -> int:

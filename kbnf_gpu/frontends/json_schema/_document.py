@@ -1,11 +1,34 @@
-"""A schema document: JSON pointers, ``$ref`` resolution, keyword tables."""
+"""The schema documents: locations, ``$ref`` resolution across documents, keyword tables.
+
+Locations. Every subschema is named by a *location* string. In the root
+schema it is the JSON pointer (``""``, ``"/properties/a"``); in another
+document (one that a ``$ref`` reached through the caller's registry) it is
+``"@<n>"`` followed by the pointer inside that document, ``n`` numbering the
+documents in the order they were first referenced. ``child`` appends pointer
+tokens to either form; ``show`` writes a location as ``uri#pointer`` for
+messages (a root pointer stays a bare pointer).
+
+References. A ``$ref`` is an RFC 3986 URI reference resolved against the base
+URI of the place it occurs (the enclosing ``$id``s, else its document's URI);
+its fragment is a JSON pointer or a plain-name anchor (``$anchor``,
+``$dynamicAnchor``, draft <= 7 ``"$id": "#name"``). Documents other than the
+root come only from ``registry`` (a ``referencing.Registry`` or a mapping URI
+-> schema): nothing is fetched, and a URI found nowhere is a ``GrammarError``
+naming the ``$ref`` by its location. Documents are read lazily: resolving
+``#/$defs/x`` touches only that path, so a 2 MB definitions file costs only
+the definitions a schema uses; a document is walked whole only to find an
+embedded ``$id`` or an anchor.
+"""
 from __future__ import annotations
 
+import json
 import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Optional
-from urllib.parse import unquote
+from urllib.parse import unquote, urljoin
 
-from ...errors import GrammarError
+from ...errors import GrammarError, OptionError
 
 MAX_NESTING = 200  # schema levels (one level = the value of "items", of "properties"/name...)
 SCHEMA_KEYS = frozenset(
@@ -33,6 +56,10 @@ UNSUPPORTED = frozenset(
 )
 TYPES = ("null", "boolean", "object", "array", "number", "integer", "string")
 
+_OLD_DRAFTS = ("draft-07", "draft-06", "draft-04", "draft-03")
+_ID_DRAFTS = ("draft-04", "draft-03")  # "id" instead of "$id"
+_MISSING = object()
+
 
 class JsonSchemaWarning(UserWarning):
     """An approximation or an ignored keyword (``strict=False``)."""
@@ -46,31 +73,66 @@ def child(pointer: str, *tokens: Any) -> str:
     return pointer + "".join("/" + escape_token(str(t)) for t in tokens)
 
 
-class Document:
-    """The root schema plus everything needed to resolve pointers and refs."""
+def _split(location: str) -> tuple[int, str]:
+    """(document number, JSON pointer inside it)."""
+    if not location.startswith("@"):
+        return 0, location
+    slash = location.find("/")
+    if slash < 0:
+        return int(location[1:]), ""
+    return int(location[1:slash]), location[slash:]
 
-    def __init__(self, root: Any, strict: bool) -> None:
-        self.root = root
+
+def check_registry(registry: Any) -> Optional[Mapping]:
+    """The ``registry`` option: ``None``, a ``referencing.Registry`` or a mapping URI -> schema."""
+    if registry is None or isinstance(registry, Mapping):
+        return registry
+    raise OptionError(
+        f"registry must be a referencing.Registry or a mapping of URI -> schema, got {type(registry).__name__}"
+    )
+
+
+@dataclass
+class _Source:
+    """One document: its URI (no fragment; ``""`` for a root without ``$id``) and dialect."""
+
+    uri: str
+    contents: Any
+    old_draft: bool  # draft 7 or older: "$id": "#a" is an anchor (and, for the root, $ref siblings are ignored)
+    id_keyword: str  # "$id", or "id" before draft 6
+    scanned: bool = False
+
+
+class Document:
+    """The root schema plus the registry's documents; resolves locations and refs (memoized)."""
+
+    def __init__(self, root: Any, strict: bool, registry: Optional[Mapping] = None) -> None:
         self.strict = strict
-        self.draft7 = False
-        self.base = ""
+        self._registry = registry
+        self._registry_indexed = False
         self._warned: set[str] = set()
-        self._cache: dict[str, Any] = {"": root}
-        self.anchors: dict[str, str] = {}
-        if isinstance(root, dict):
-            sch = root.get("$schema")
-            if isinstance(sch, str) and any(d in sch for d in ("draft-07", "draft-06", "draft-04", "draft-03")):
-                self.draft7 = True
-            rid = root.get("$id", root.get("id"))
-            if isinstance(rid, str):
-                self.base = rid.split("#")[0]
-        self._scan()
+        self._sources: list[_Source] = []
+        self._resources: dict[str, str] = {}  # absolute URI -> location of that resource
+        self._anchors: dict[tuple[str, str], str] = {}  # (resource URI, name) -> location
+        self._cache: dict[str, Any] = {}
+        self._bases: dict[str, str] = {}
+        self._targets: dict[tuple[str, Any], Optional[str]] = {}
+        self._synthetic: dict[str, str] = {}
+        self._add_source(root, "", None)
+        self._scan(0, check_nesting=True)
 
     # -------------------------------------------------------- diagnostics
 
-    def problem(self, message: str, pointer: str) -> None:
+    def show(self, location: str) -> str:
+        """A location for messages: a root JSON pointer, else ``uri#pointer``."""
+        n, pointer = _split(location)
+        if n == 0:
+            return pointer or "/"
+        return f"{self._sources[n].uri}#{pointer}"
+
+    def problem(self, message: str, location: str) -> None:
         """An unsupported construct: error when strict, else warn once."""
-        text = f"{message} at '{pointer or '/'}'"
+        text = f"{message} at '{self.show(location)}'"
         if self.strict:
             raise GrammarError(text + " (pass strict=False to ignore it)")
         self.warn(text + "; ignored")
@@ -80,48 +142,137 @@ class Document:
             self._warned.add(text)
             warnings.warn(text, JsonSchemaWarning, stacklevel=4)
 
-    def fail(self, message: str, pointer: str) -> GrammarError:
-        return GrammarError(f"{message} at '{pointer or '/'}'")
+    def fail(self, message: str, location: str) -> GrammarError:
+        return GrammarError(f"{message} at '{self.show(location)}'")
 
-    # ---------------------------------------------------------- pointers
+    # ---------------------------------------------------------- documents
 
-    def _scan(self) -> None:
-        """Check schema nesting and collect ``$anchor`` names (iteratively).
+    def _add_source(self, contents: Any, uri: str, like: Optional[_Source]) -> str:
+        """Register a document under ``uri`` (and its own ``$id``); its location."""
+        n = len(self._sources)
+        old = like.old_draft if like else False
+        id_keyword = like.id_keyword if like else "$id"
+        if isinstance(contents, dict):
+            dialect = contents.get("$schema")
+            if isinstance(dialect, str):
+                old = any(d in dialect for d in _OLD_DRAFTS)
+                id_keyword = "id" if any(d in dialect for d in _ID_DRAFTS) else "$id"
+        source = _Source(uri, contents, old, id_keyword)
+        own = self._own_id(contents, source)
+        if own is not None:
+            source.uri = _join(uri, own)
+        self._sources.append(source)
+        location = "" if n == 0 else f"@{n}"
+        self._cache[location] = contents
+        self._resources.setdefault(uri, location)
+        self._resources.setdefault(source.uri, location)
+        return location
+
+    @staticmethod
+    def _own_id(node: Any, source: _Source) -> Optional[str]:
+        """The base-changing ``$id`` of a schema object (fragment dropped), if any."""
+        if not isinstance(node, dict):
+            return None
+        value = node.get(source.id_keyword)
+        if not isinstance(value, str) or value.startswith("#"):
+            return None
+        return value.split("#", 1)[0]
+
+    def _scan(self, n: int, check_nesting: bool = False) -> None:
+        """Walk one document's subschemas (iteratively): embedded ``$id`` resources,
+        anchors, and (root only) the nesting limit.
 
         A level is one step into a subschema (``items``, ``properties``/name,
         ``anyOf``/i...); data (``enum``, ``const``, ``default``...) is not walked.
         """
-        stack: list[tuple[Any, str, int]] = [(self.root, "", 0)]
+        source = self._sources[n]
+        source.scanned = True
+        prefix = "" if n == 0 else f"@{n}"
+        stack: list[tuple[Any, str, int, str]] = [(source.contents, prefix, 0, source.uri)]
         while stack:
-            node, ptr, level = stack.pop()
+            node, loc, level, base = stack.pop()
             if not isinstance(node, dict):
                 continue
-            if level > MAX_NESTING:
-                shown = ptr if len(ptr) < 80 else ptr[:40] + "..." + ptr[-37:]
+            if check_nesting and level > MAX_NESTING:
+                shown = loc if len(loc) < 80 else loc[:40] + "..." + loc[-37:]
                 raise GrammarError(f"schema nested more than {MAX_NESTING} levels deep at '{shown}'")
-            anchor = node.get("$anchor")
-            if isinstance(anchor, str):
-                self.anchors.setdefault(anchor, ptr)
+            if level:
+                own = self._own_id(node, source)
+                if own is not None:
+                    base = _join(base, own)
+                    self._resources.setdefault(base, loc)
+            for key in ("$anchor", "$dynamicAnchor"):
+                name = node.get(key)
+                if isinstance(name, str):
+                    self._anchors.setdefault((base, name), loc)
+            legacy = node.get(source.id_keyword)
+            if source.old_draft and isinstance(legacy, str) and legacy.startswith("#") and len(legacy) > 1:
+                self._anchors.setdefault((base, legacy[1:]), loc)
             for k, v in node.items():
-                here = child(ptr, k)
+                here = child(loc, k)
                 if k in SCHEMA_KEYS:
                     if isinstance(v, list):  # array-form items
-                        stack.extend((x, child(here, i), level + 1) for i, x in enumerate(v))
+                        stack.extend((x, child(here, i), level + 1, base) for i, x in enumerate(v))
                     else:
-                        stack.append((v, here, level + 1))
+                        stack.append((v, here, level + 1, base))
                 elif k in SCHEMA_LISTS and isinstance(v, list):
-                    stack.extend((x, child(here, i), level + 1) for i, x in enumerate(v))
+                    stack.extend((x, child(here, i), level + 1, base) for i, x in enumerate(v))
                 elif k in SCHEMA_MAPS and isinstance(v, dict):
-                    stack.extend((x, child(here, n), level + 1) for n, x in v.items())
+                    stack.extend((x, child(here, name), level + 1, base) for name, x in v.items())
 
-    def resolve(self, pointer: str) -> Any:
-        """The value at a JSON pointer (raises GrammarError when absent)."""
-        hit = self._cache.get(pointer, self)
-        if hit is not self:
+    def _from_registry(self, uri: str) -> Any:
+        """The registry's document for ``uri`` (``_MISSING`` when absent); never fetches."""
+        registry = self._registry
+        if registry is None:
+            return _MISSING
+        for key in (uri, uri + "#") if uri else ("",):
+            try:
+                value = registry[key]
+            except KeyError:
+                continue
+            return _contents(value, uri)
+        return _MISSING
+
+    def _resource(self, uri: str) -> Optional[str]:
+        """The location of the resource named ``uri`` (None: found nowhere)."""
+        loc = self._resources.get(uri)
+        if loc is not None:
+            return loc
+        contents = self._from_registry(uri)
+        if contents is not _MISSING:
+            return self._add_source(contents, uri, self._sources[0])
+        # an embedded $id: in the documents read so far, then in every document of the registry
+        for n in range(len(self._sources)):
+            if not self._sources[n].scanned:
+                self._scan(n)
+        if uri not in self._resources and self._registry is not None and not self._registry_indexed:
+            self._registry_indexed = True
+            for key in list(self._registry.keys()):
+                key = key.rstrip("#") if isinstance(key, str) else key
+                if isinstance(key, str) and key not in self._resources:
+                    self._add_source(_contents(self._registry[key], key), key, self._sources[0])
+                    self._scan(len(self._sources) - 1)
+        return self._resources.get(uri)
+
+    def synthetic(self, schema: dict) -> str:
+        """The location of a schema the front end adds itself (one per distinct schema)."""
+        key = json.dumps(schema, sort_keys=True)
+        loc = self._synthetic.get(key)
+        if loc is None:
+            loc = self._synthetic[key] = self._add_source(schema, f"kbnf-gpu:internal/{len(self._synthetic)}", None)
+        return loc
+
+    # ---------------------------------------------------------- locations
+
+    def resolve(self, location: str) -> Any:
+        """The value at a location (raises GrammarError when absent)."""
+        hit = self._cache.get(location, _MISSING)
+        if hit is not _MISSING:
             return hit
-        node = self.root
+        n, pointer = _split(location)
         if pointer and not pointer.startswith("/"):
             raise GrammarError(f"invalid JSON pointer '{pointer}'")
+        node = self._sources[n].contents
         for raw in pointer.split("/")[1:]:
             tok = raw.replace("~1", "/").replace("~0", "~")
             if isinstance(node, dict) and tok in node:
@@ -129,29 +280,108 @@ class Document:
             elif isinstance(node, list) and tok.isdigit() and int(tok) < len(node):
                 node = node[int(tok)]
             else:
-                raise GrammarError(f"JSON pointer '{pointer}' does not resolve")
-        self._cache[pointer] = node
+                raise GrammarError(f"JSON pointer '{self.show(location)}' does not resolve")
+        self._cache[location] = node
         return node
 
+    def old_draft(self, location: str) -> bool:
+        """Draft 7 or older: siblings of ``$ref`` are ignored. The root's dialect rules every
+        document, as in ``jsonschema`` (its validator class is the root's)."""
+        return self._sources[0].old_draft
+
+    def base_uri(self, location: str) -> str:
+        """The base URI at a location: the document's URI changed by every enclosing ``$id``."""
+        hit = self._bases.get(location)
+        if hit is not None:
+            return hit
+        n, pointer = _split(location)
+        source = self._sources[n]
+        base = source.uri
+        node = source.contents
+        kind = "schema"  # what ``node`` is: a schema, a list or map of schemas, or data
+        for raw in pointer.split("/")[1:]:
+            tok = raw.replace("~1", "/").replace("~0", "~")
+            if isinstance(node, dict) and tok in node:
+                nxt = node[tok]
+            elif isinstance(node, list) and tok.isdigit() and int(tok) < len(node):
+                nxt = node[int(tok)]
+            else:
+                break
+            if kind == "schema":
+                kind = ("schema" if tok in SCHEMA_KEYS else "list" if tok in SCHEMA_LISTS
+                        else "map" if tok in SCHEMA_MAPS else "data")
+                if kind == "schema" and isinstance(nxt, list):
+                    kind = "list"  # array-form items
+            elif kind in ("list", "map"):
+                kind = "schema"
+            else:
+                break
+            node = nxt
+            if kind == "schema":
+                own = self._own_id(node, source)
+                if own is not None:
+                    base = _join(base, own)
+        self._bases[location] = base
+        return base
+
     def ref_target(self, ref: Any, at: str) -> Optional[str]:
-        """The pointer a ``$ref`` value at ``at`` refers to (None: a non-local ref, ignored)."""
+        """The location the ``$ref`` of the schema at ``at`` refers to (None: unresolvable
+        and ignored, with ``strict=False``)."""
+        key = (at, ref if isinstance(ref, str) else id(ref))
+        if key in self._targets:
+            return self._targets[key]
+        target = self._ref_target(ref, at)
+        self._targets[key] = target
+        return target
+
+    def _ref_target(self, ref: Any, at: str) -> Optional[str]:
         if not isinstance(ref, str):
             raise self.fail("'$ref' must be a string", at)
-        target = ref
-        if self.base and target.startswith(self.base):
-            target = target[len(self.base):]
-        if not target.startswith("#"):
-            if target == "":
-                return ""
-            self.problem(f"non-local '$ref' '{ref}' is unsupported", child(at, "$ref"))
+        base = self.base_uri(at)
+        if ref.startswith("#"):
+            uri, frag = base, ref[1:]
+        else:
+            uri, _, frag = _join(base, ref).partition("#") if base else ref.partition("#")
+        frag = unquote(frag)
+        resource = self._resource(uri)
+        if resource is None:
+            where = "it is not in the registry" if self._registry is not None else "no registry was given"
+            self.problem(
+                f"'$ref' '{ref}' refers to the document '{uri}', and {where} "
+                "(documents are never fetched; pass them with registry=...)",
+                child(at, "$ref"),
+            )
             return None
-        frag = unquote(target[1:])
         if frag == "" or frag.startswith("/"):
+            target = resource + frag
             try:
-                self.resolve(frag)
+                self.resolve(target)
             except GrammarError:
                 raise self.fail(f"'$ref' '{ref}' does not resolve", at) from None
-            return frag
-        if frag in self.anchors:
-            return self.anchors[frag]
-        raise self.fail(f"'$ref' '{ref}' does not resolve", at)
+            return target
+        loc = self._anchors.get((uri, frag))
+        if loc is None:
+            for n in range(len(self._sources)):
+                if not self._sources[n].scanned:
+                    self._scan(n)
+            loc = self._anchors.get((uri, frag))
+        if loc is None:
+            raise self.fail(f"'$ref' '{ref}' does not resolve", at)
+        return loc
+
+
+def _join(base: str, ref: str) -> str:
+    return urljoin(base, ref) if base else ref
+
+
+def _contents(value: Any, uri: str) -> Any:
+    """A registry entry as a schema: a ``referencing.Resource``, a schema, or its JSON text."""
+    contents = getattr(value, "contents", value)
+    if isinstance(contents, (str, bytes, bytearray)):
+        try:
+            contents = json.loads(contents)
+        except (ValueError, RecursionError) as e:
+            raise GrammarError(f"the registry's document '{uri}' is not valid JSON: {e}") from None
+    if not isinstance(contents, (dict, bool)):
+        raise GrammarError(f"the registry's document '{uri}' is not a schema (an object or a boolean)")
+    return contents

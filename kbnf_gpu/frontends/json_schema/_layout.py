@@ -9,13 +9,26 @@
 * ``indent=N``: exactly ``json.dumps(value, indent=N)`` (item separator
   ``","`` + newline + indentation, key separator ``": "``, empty containers
   ``{}``/``[]``).
+
+Terminals. ``punct`` and ``key`` return ``ir.Terminal`` objects made once per
+process for each (layout, piece): every schema compiled with the same options
+shares them, so the DFA and token-row caches (keyed by terminal language)
+hit, and nothing is rebuilt or rehashed per schema. A declared key is a
+literal terminal of its own (``"name"``, built in microseconds and shared by
+every object that declares that name) and, in the flexible layout, the colon
+with the whitespace around it is one more terminal shared by all keys: a key
+fused with ``ws{0,16}:ws{0,16}`` would be a 40-state automaton per key name.
+In the compact and indent layouts the separator is a fixed literal, so it is
+fused into the key literal (``"name":``): still a literal, one lexeme less.
 """
 from __future__ import annotations
 
 import json
 import math
+from functools import lru_cache
 from typing import Any, Optional
 
+from ... import ir
 from ...errors import GrammarError
 from . import _charset as cs
 from ._document import MAX_NESTING
@@ -47,8 +60,32 @@ class Layout:
         if not isinstance(max_whitespace, int) or max_whitespace < 0:
             raise GrammarError(f"max_whitespace must be a non-negative integer, got {max_whitespace!r}")
         self.indent = indent
-        self.flexible = indent is None and whitespace == "flexible"
-        self.ws: Rx = rep(cc(WS_CHARS), 0, max_whitespace) if self.flexible and max_whitespace else EPS
+        self.flexible = indent is None and whitespace == "flexible" and max_whitespace > 0
+        self.max_whitespace = max_whitespace if self.flexible else 0
+        self.ws: Rx = rep(cc(WS_CHARS), 0, max_whitespace) if self.flexible else EPS
+
+    @property
+    def options(self) -> tuple[bool, int, Optional[int]]:
+        """What the layout's terminals depend on (the key of the process-wide terminal caches)."""
+        return self.flexible, self.max_whitespace, self.indent
+
+    def punct(self, piece: str, depth: int = 0) -> ir.Terminal:
+        """The shared terminal of a punctuation piece: ``{``, ``}``, ``[``, ``]``, ``{}``, ``[]``, ``,``, ``:``, or ``edge``."""
+        return _punct(self.options, piece, depth if self.indent is not None else 0)
+
+    def key(self, name: str) -> tuple[ir.Terminal, ...]:
+        """The terminals of a declared key and the colon after it (see the module docstring)."""
+        return _key(self.options, name)
+
+    def other_key(self, names: tuple[str, ...]) -> Optional[tuple[ir.Terminal, ...]]:
+        """Key terminals for every key outside the sorted ``names`` (see ``_keys``)."""
+        return _other_key(self.options, names)
+
+    def key_of(self, body: Rx) -> tuple[ir.Expr, ...]:
+        """Key terminals for a quoted key language ``body`` (additional members)."""
+        if self.flexible:
+            return ir.Terminal(body, name="key"), _punct(self.options, ":", 0)
+        return (ir.Terminal(seq(body, self.colon()), name="key"),)
 
     def _nl(self, depth: int) -> str:
         return "\n" + " " * ((self.indent or 0) * depth)
@@ -122,3 +159,46 @@ class Layout:
             parts.append(self.close("}", depth))
             return seq(*parts)
         raise GrammarError(f"enum/const value {v!r} is not a JSON value")
+
+
+_PUNCT_NAMES = {"{": "lbrace", "}": "rbrace", "[": "lbracket", "]": "rbracket", "{}": "empty_object",
+                "[]": "empty_array", ",": "comma", ":": "colon", "edge": "ws"}
+
+
+@lru_cache(maxsize=1024)
+def _punct(options: tuple[bool, int, Optional[int]], piece: str, depth: int) -> ir.Terminal:
+    layout = Layout("flexible" if options[0] else "compact", options[1], options[2])
+    if piece in ("{", "["):
+        rx = layout.open(piece, depth)
+    elif piece in ("}", "]"):
+        rx = layout.close(piece, depth)
+    elif piece in ("{}", "[]"):
+        rx = layout.empty(piece, depth)
+    elif piece == ",":
+        rx = layout.comma(depth)
+    elif piece == ":":
+        rx = layout.colon()
+    else:
+        rx = layout.edge()
+    return ir.Terminal(rx, name=_PUNCT_NAMES[piece])
+
+
+@lru_cache(maxsize=8192)
+def _key(options: tuple[bool, int, Optional[int]], name: str) -> tuple[ir.Terminal, ...]:
+    layout = Layout("flexible" if options[0] else "compact", options[1], options[2])
+    quoted_name = seq(lit('"'), canonical_text(name), lit('"'))
+    if layout.flexible:
+        return ir.Terminal(quoted_name, name="key"), _punct(options, ":", 0)
+    return (ir.Terminal(seq(quoted_name, layout.colon()), name="key"),)
+
+
+@lru_cache(maxsize=1024)
+def _other_key(options: tuple[bool, int, Optional[int]], names: tuple[str, ...]) -> tuple[ir.Terminal, ...]:
+    from ._keys import other_keys
+    from ._scalars import STRING
+    from ._strings import quoted
+
+    layout = Layout("flexible" if options[0] else "compact", options[1], options[2])
+    if not names and layout.flexible:
+        return STRING, _punct(options, ":", 0)  # every string: the very terminal of string values
+    return layout.key_of(STRING.expr if not names else quoted(other_keys(names)))  # type: ignore[return-value]

@@ -1,8 +1,9 @@
 """Long strings as several lexemes, so that no terminal's automaton grows with a length limit.
 
-* ``chunked_string``: ``"`` then ``q`` chunks of exactly ``STRING_CHUNK`` code
-  points then a remainder with the closing quote; the chunk count is a
-  ``Repetition``, so the length bounds are exact.
+* ``counted_string``: a plain string with length bounds: ``"`` then ``q``
+  chunks of exactly ``STRING_CHUNK`` code points then a remainder with the
+  closing quote; the chunk count is a ``Repetition``, so the length bounds
+  are exact, and every terminal comes from a small process-wide set.
 * ``threaded_string``: the same with ``pattern``/``format`` constraints: one
   rule per (automaton state, chunks so far); a chunk lexeme leads the
   constraint automaton from one state to another in exactly ``C`` code points
@@ -14,8 +15,9 @@ from typing import TYPE_CHECKING, Optional
 
 from ... import ir
 from ._fsm import DFA, TooLarge, intersection_dfa, paths
-from ._rx import Rx, lit, rep, seq
-from ._strings import CHAR, encode, quoted
+from ._rx import Rx, lit, seq
+from ._scalars import QUOTE, string_piece, string_terminal
+from ._strings import encode
 
 if TYPE_CHECKING:
     from ._builder import Builder
@@ -34,7 +36,7 @@ def threaded_string(b: "Builder", langs: list[Rx], lo: int, hi: Optional[int], w
     except TooLarge:
         d = None
         b.doc.problem("pattern/format too complex to combine", where)
-        return quoted(rep(CHAR, lo, hi)) if hi is not None and hi <= 2 * STRING_CHUNK else chunked_string(b, lo, hi, where)
+        return counted_string(b, lo, hi, where)
     if d is None:
         return None
     for C in (STRING_CHUNK, 8, 4, 2, 1):
@@ -45,7 +47,7 @@ def threaded_string(b: "Builder", langs: list[Rx], lo: int, hi: Optional[int], w
         except TooLarge:
             continue
     b.doc.problem("pattern/format combined with minLength/maxLength is too complex to enforce exactly", where)
-    return chunked_string(b, lo, hi, where)
+    return counted_string(b, lo, hi, where)
 
 
 def _thread(b: "Builder", d: DFA, lo: int, hi: Optional[int], C: int) -> ir.Expr:
@@ -120,18 +122,29 @@ def _thread(b: "Builder", d: DFA, lo: int, hi: Optional[int], C: int) -> ir.Expr
     return ir.Sequence((b.term(close, "quote"), fix(first)))
 
 
-def chunked_string(b: "Builder", lo: int, hi: Optional[int], where: str) -> ir.Expr:
-    """``"`` chunk{q} rest ``"`` with fixed-size chunks: bounded lexemes for long strings."""
+def counted_string(b: "Builder", lo: int, hi: Optional[int], where: str) -> ir.Expr:
+    """A JSON string of ``lo`` to ``hi`` code points from a fixed, process-wide set of terminals.
+
+    Up to ``STRING_CHUNK`` code points the whole string is one terminal
+    (``"`` CHAR{lo,hi} ``"``); beyond, ``"`` then ``q`` chunks of exactly
+    ``STRING_CHUNK`` code points (a ``Repetition`` of one shared chunk
+    terminal) then a tail of fewer with the closing quote. Every terminal
+    involved is one of at most ``STRING_CHUNK**2`` shapes (``STRING_CHUNK`` more for a lower bound alone) whatever the bounds,
+    shared by every schema (so built and tabled once per process), and none
+    grows with the limit: ``maxLength: 5000`` costs what ``maxLength: 50``
+    costs.
+    """
     C = STRING_CHUNK
     if hi is not None and (hi - lo) // C > MAX_COUNT_RANGE:
         b.doc.problem(f"maxLength {hi} is too large to enforce exactly", where)
         hi = None
+    if (hi is not None and hi <= C) or (hi is None and lo <= C):
+        return string_terminal(lo, hi)
     q_lo, r_lo = divmod(lo, C)
-    open_q = b.term(lit('"'), "quote")
-    chunk = b.term(rep(CHAR, C, C), "chunk")
+    chunk = string_piece(C, C, False)
 
     def tail(lo_: int, hi_: Optional[int]) -> ir.Terminal:
-        return b.term(seq(rep(CHAR, lo_, hi_), lit('"')), "string_tail")
+        return string_piece(lo_, hi_, True)
 
     def chunks(lo_: int, hi_: Optional[int]) -> list[ir.Expr]:
         if lo_ == hi_ == 0:
@@ -139,14 +152,14 @@ def chunked_string(b: "Builder", lo: int, hi: Optional[int], where: str) -> ir.E
         return [ir.Repetition(chunk, lo_, hi_)]
 
     if hi is None:
-        body: list[ir.Expr] = [ir.Sequence((open_q, *chunks(q_lo, q_lo), tail(r_lo, None)))]
+        body: list[ir.Expr] = [ir.Sequence((QUOTE, *chunks(q_lo, q_lo), tail(r_lo, None)))]
     else:
         q_hi, r_hi = divmod(hi, C)
         if q_lo == q_hi:
-            body = [ir.Sequence((open_q, *chunks(q_lo, q_lo), tail(r_lo, r_hi)))]
+            body = [ir.Sequence((QUOTE, *chunks(q_lo, q_lo), tail(r_lo, r_hi)))]
         else:
-            body = [ir.Sequence((open_q, *chunks(q_lo, q_lo), tail(r_lo, C - 1)))]
+            body = [ir.Sequence((QUOTE, *chunks(q_lo, q_lo), tail(r_lo, C - 1)))]
             if q_hi - q_lo >= 2:
-                body.append(ir.Sequence((open_q, *chunks(q_lo + 1, q_hi - 1), tail(0, C - 1))))
-            body.append(ir.Sequence((open_q, *chunks(q_hi, q_hi), tail(0, r_hi))))
-    return body[0] if len(body) == 1 else ir.Choice(tuple(body))  # type: ignore[return-value]
+                body.append(ir.Sequence((QUOTE, *chunks(q_lo + 1, q_hi - 1), tail(0, C - 1))))
+            body.append(ir.Sequence((QUOTE, *chunks(q_hi, q_hi), tail(0, r_hi))))
+    return body[0] if len(body) == 1 else ir.Choice(tuple(body))

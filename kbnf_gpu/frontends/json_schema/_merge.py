@@ -23,6 +23,13 @@ _TYPE_MAP = {
     "string": {"string"}, "integer": {"int"}, "number": {"int", "frac"},
 }
 APPLICATORS = ("$ref", "allOf", "anyOf", "oneOf")
+# Keywords ``merge`` reads; with UNSUPPORTED and the choices, what makes an atom constrain anything.
+ASSERTIONS = frozenset(
+    {"type", "enum", "const", "minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum", "multipleOf",
+     "minLength", "maxLength", "pattern", "format", "items", "prefixItems", "additionalItems", "minItems",
+     "maxItems", "uniqueItems", "properties", "patternProperties", "additionalProperties", "propertyNames",
+     "required", "minProperties", "maxProperties", "anyOf", "oneOf"}
+) | UNSUPPORTED
 
 
 class Unsatisfiable(Exception):
@@ -71,6 +78,11 @@ class Merged:
     min_props: int = 0
     max_props: Optional[int] = None
 
+    @property
+    def where(self) -> str:
+        """The location named in messages and rule names (the first atom's)."""
+        return self.atoms[0][0] if self.atoms else ""
+
 
 def expand(doc: Document, atoms: Any) -> tuple[Atom, ...]:
     """Flatten ``$ref`` and ``allOf``; raises ``Unsatisfiable`` on ``false``."""
@@ -94,7 +106,7 @@ def expand(doc: Document, atoms: Any) -> tuple[Atom, ...]:
             target = doc.ref_target(sch["$ref"], ptr)
             if target is not None:
                 work.append((target, frozenset()))
-            if not doc.draft7:  # draft 7 and older: siblings of $ref are ignored
+            if not doc.old_draft(ptr):  # draft 7 and older: siblings of $ref are ignored
                 work.append((ptr, skip | {"$ref"}))
             continue
         if "allOf" in sch and "allOf" not in skip:
@@ -105,7 +117,8 @@ def expand(doc: Document, atoms: Any) -> tuple[Atom, ...]:
                 work.append((child(ptr, "allOf", i), frozenset()))
             work.append((ptr, skip | {"allOf"}))
             continue
-        out.append(a)
+        if any(k in ASSERTIONS and k not in skip for k in sch):
+            out.append(a)  # an atom of annotations only (a $ref's "description") would split shared rules
     return tuple(out)
 
 
@@ -136,7 +149,7 @@ def _count(doc: Document, v: Any, ptr: str) -> int:
     return v
 
 
-def _tighter_lo(a: Bound, b: Bound) -> Bound:
+def tighter_lo(a: Bound, b: Bound) -> Bound:
     if a is None:
         return b
     if b is None:
@@ -146,7 +159,7 @@ def _tighter_lo(a: Bound, b: Bound) -> Bound:
     return (a[0], a[1] or b[1])
 
 
-def _tighter_hi(a: Bound, b: Bound) -> Bound:
+def tighter_hi(a: Bound, b: Bound) -> Bound:
     if a is None:
         return b
     if b is None:
@@ -186,12 +199,12 @@ def merge(doc: Document, atoms: tuple[Atom, ...]) -> Merged:
                 if isinstance(arg, bool):  # draft 4 boolean form
                     continue
                 excl = kw == "exclusiveMinimum" or sch.get("exclusiveMinimum") is True
-                m.lo = _tighter_lo(m.lo, (_num(doc, arg, at), excl))
+                m.lo = tighter_lo(m.lo, (_num(doc, arg, at), excl))
             elif kw in ("maximum", "exclusiveMaximum"):
                 if isinstance(arg, bool):
                     continue
                 excl = kw == "exclusiveMaximum" or sch.get("exclusiveMaximum") is True
-                m.hi = _tighter_hi(m.hi, (_num(doc, arg, at), excl))
+                m.hi = tighter_hi(m.hi, (_num(doc, arg, at), excl))
             elif kw == "multipleOf":
                 v = _num(doc, arg, at)
                 if v <= 0:

@@ -36,9 +36,9 @@ class TooManyStates(Exception):
 
 @dataclass
 class Member:
-    """A declared property (``key`` is the encoded, quoted key) or an additional region."""
+    """A declared property or an additional region (``key``: the key's terminals, colon included)."""
 
-    key: ir.RegExpr
+    key: tuple[ir.Expr, ...]
     value: str  # rule name
     required: bool = False
 
@@ -65,7 +65,6 @@ def object_expr(
         groups = [list(range(i, min(i + ANY_ORDER_GROUP, len(props)))) for i in range(0, len(props), ANY_ORDER_GROUP)]
     else:
         groups = [[i] for i in range(len(props))]
-    G = len(groups)
     track = min_props > 0 or max_props is not None
     cap = max_props if max_props is not None else min_props
 
@@ -75,59 +74,147 @@ def object_expr(
     def room(c: int) -> bool:
         return max_props is None or c < max_props
 
-    comma = b.term(L.comma(depth), "comma")
-    colon = L.colon()
+    comma = L.punct(",", depth)
 
     def piece(m: Member, first: bool) -> tuple[ir.Expr, ...]:
-        key = b.term(b.seq(m.key, colon), "key")
-        return (key,) if first else (comma, key)
+        return m.key if first else (comma, *m.key)
 
+    if not b.any_order and not track:
+        init = _in_order(b, name, props, regions, piece)
+    else:
+        init = _state_machine(b, name, props, regions, piece, groups, track, bump, room, min_props)
+    options: list[ir.Expr] = []
+    if min_props == 0 and not any(p.required for p in props):
+        options.append(L.punct("{}", depth))
+    if init is not None:
+        options.append(ir.Sequence((L.punct("{", depth), init, L.punct("}", depth))))
+    if not options:
+        return None
+    return options[0] if len(options) == 1 else ir.Choice(tuple(options))
+
+
+def _in_order(b: "Builder", name: str, props: list[Member], regions: list[Member], piece) -> Optional[ir.Ref]:
+    """Members in schema order, no counting (the common case), as two chains of rules:
+    ``A_g`` (nothing written yet) and ``B_g`` (a member written; commas from now on).
+
+    ``A_g ::= key_g value_g B_g+1 | A_g+1`` (the skip only if property g is
+    optional), ``B_g ::= "," key_g value_g B_g+1 | B_g+1``; at the end
+    ``A_n``/``B_n`` take additional members, and ``B_n`` may stop.
+    """
+    n = len(props)
+    first_required = next((g for g, p in enumerate(props) if p.required), n)
+    if first_required == n and not regions:
+        last_a = n - 1  # A_n would be empty: an object needs a member to reach it
+        if n == 0:
+            return None
+    else:
+        last_a = first_required
+    a_names = [b.fresh(f"{name}_a{g}") for g in range(last_a + 1)]
+    b_names = {g: b.fresh(f"{name}_b{g}") for g in range(1 if n else 0, n + 1)}
+
+    def after(g: int) -> ir.Ref:
+        return ir.Ref(b_names[g])
+
+    for g, rule in enumerate(a_names):
+        if g == n:
+            b.add_rule(rule, [ir.Sequence((*piece(r, True), ir.Ref(r.value), after(n))) for r in regions])
+            continue
+        alts: list[ir.Expr] = [ir.Sequence((*piece(props[g], True), ir.Ref(props[g].value), after(g + 1)))]
+        if not props[g].required and g + 1 <= last_a:
+            alts.append(ir.Ref(a_names[g + 1]))
+        b.add_rule(rule, alts)
+    for g, rule in b_names.items():
+        if g == n:
+            alts = [ir.Sequence((*piece(r, False), ir.Ref(r.value), after(n))) for r in regions]
+            b.add_rule(rule, [*alts, ir.EMPTY])
+            continue
+        alts = [ir.Sequence((*piece(props[g], False), ir.Ref(props[g].value), after(g + 1)))]
+        if not props[g].required:
+            alts.append(after(g + 1))
+        b.add_rule(rule, alts)
+    return ir.Ref(a_names[0])
+
+
+def _state_machine(b: "Builder", name: str, props: list[Member], regions: list[Member], piece, groups, track,
+                   bump, room, min_props: int) -> Optional[ir.Ref]:
+    """Members as states ``(group, emitted, count, first)`` (any order, or min/maxProperties)."""
+    G = len(groups)
     State = tuple[int, frozenset[int], int, bool]
-    names: dict[State, str] = {}
-    work: list[State] = []
+    Alt = tuple[tuple[ir.Expr, ...], Optional[State]]  # symbols, then the next state (None: the end)
 
-    def ref(s: State) -> ir.Ref:
+    def norm(s: State) -> State:
         g, S, c, first = s
         if g < G and len(S) == len(groups[g]):
-            s = (g + 1, frozenset(), c, first)
-        if not track:
-            s = (s[0], s[1], 0, s[3])
-        if s not in names:
-            if len(names) >= MAX_STATES:
-                raise TooManyStates()
-            names[s] = b.fresh(f"{name}_m{len(names)}")
-            work.append(s)
-        return ir.Ref(names[s])
+            g, S = g + 1, frozenset()
+        return g, S, c if track else 0, first
 
-    start: State = (0, frozenset(), 0, True)
-    init = ref(start)
+    def member(m: Member, first: bool, nxt: State) -> Alt:
+        return (*piece(m, first), ir.Ref(m.value)), norm(nxt)
+
+    start: State = norm((0, frozenset(), 0, True))
+    edges: dict[State, list[Alt]] = {}
+    work = [start]
     while work:
         s = work.pop()
+        if s in edges:
+            continue
+        if len(edges) >= MAX_STATES:
+            raise TooManyStates()
         g, S, c, first = s
-        alts: list[ir.Expr] = []
+        alts: list[Alt] = []
         if g < G:
             group = groups[g]
             if room(c):
-                for j in group:
-                    if j in S:
-                        continue
-                    m = props[j]
-                    alts.append(ir.Sequence((*piece(m, first), ir.Ref(m.value), ref((g, S | {j}, bump(c), False)))))
+                alts.extend(member(props[j], first, (g, S | {j}, bump(c), False)) for j in group if j not in S)
                 if b.any_order:
-                    for r in regions:
-                        alts.append(ir.Sequence((*piece(r, first), ir.Ref(r.value), ref((g, S, bump(c), False)))))
+                    alts.extend(member(r, first, (g, S, bump(c), False)) for r in regions)
             if all(props[j].required is False or j in S for j in group):
-                alts.append(ref((g + 1, frozenset(), c, first)))
+                alts.append(((), norm((g + 1, frozenset(), c, first))))
         else:
             if room(c):
-                for r in regions:
-                    alts.append(ir.Sequence((*piece(r, first), ir.Ref(r.value), ref((G, frozenset(), bump(c), False)))))
+                alts.extend(member(r, first, (G, frozenset(), bump(c), False)) for r in regions)
             if not first and (not track or c >= min_props):
-                alts.append(ir.EMPTY)
-        b.add_rule(names[s], alts)
-    body = ir.Sequence((b.term(L.open("{", depth), "lbrace"), init, b.term(L.close("}", depth), "rbrace")))
-    options: list[ir.Expr] = []
-    if min_props == 0 and not any(p.required for p in props):
-        options.append(b.term(L.empty("{}", depth), "empty_object"))
-    options.append(body)
-    return options[0] if len(options) == 1 else ir.Choice(tuple(options))
+                alts.append(((), None))
+        edges[s] = alts
+        work.extend(nxt for _, nxt in alts if nxt is not None and nxt not in edges)
+    live = _live_states(edges)
+    if start not in live:
+        init = None
+    else:
+        names: dict[State, str] = {}
+        order = [start]
+        while order:
+            s = order.pop()
+            names[s] = b.fresh(f"{name}_m{len(names)}")
+            order.extend(nxt for _, nxt in edges[s] if nxt in live and nxt not in names and nxt not in order)
+        for s, rule in names.items():
+            out: list[ir.Expr] = []
+            for items, nxt in edges[s]:
+                if nxt is None:
+                    out.append(ir.Sequence(items))
+                elif nxt in live:
+                    out.append(ir.Sequence((*items, ir.Ref(names[nxt]))) if items else ir.Ref(names[nxt]))
+            b.add_rule(rule, out)
+        init = ir.Ref(names[start])
+    return init
+
+
+def _live_states(edges: dict) -> set:
+    """The states from which the member list can end (member values assumed satisfiable)."""
+    back: dict = {}
+    live: set = set()
+    work = []
+    for s, alts in edges.items():
+        for _, nxt in alts:
+            if nxt is None:
+                if s not in live:
+                    live.add(s)
+                    work.append(s)
+            else:
+                back.setdefault(nxt, []).append(s)
+    while work:
+        for p in back.get(work.pop(), ()):
+            if p not in live:
+                live.add(p)
+                work.append(p)
+    return live

@@ -1,12 +1,22 @@
-"""Is a ``oneOf`` safe to read as ``anyOf``? Only if its branches are provably disjoint:
-by type, by ``const``/``enum`` values, or by a required property whose
-``const``/``enum`` values differ (a discriminator)."""
+"""``oneOf`` as a choice of branches: when is that exact?
+
+``disjoint``: only if the branches are provably disjoint (by type, by
+``const``/``enum`` values, or by a required property whose ``const``/``enum``
+values differ: a discriminator); then ``oneOf`` is ``anyOf``.
+
+``exclusive``: a common overlap made exact first. ``null`` and booleans can be
+constrained by nothing but ``type``, ``enum`` and ``const``, so when two or
+more branches accept every ``null`` (``{"type": ["string", "null"]}`` next to
+``{"type": ["integer", "null"]}``, as Kubernetes' ``IntOrString`` is
+written), no ``null`` can match exactly one of them: ``null`` is dropped from
+every branch (likewise ``true``/``false``).
+"""
 from __future__ import annotations
 
 from typing import Any, Optional
 
 from ._document import Document
-from ._merge import Atom, Unsatisfiable, expand
+from ._merge import Atom, Unsatisfiable, expand, first_choice
 from ._validate import json_key
 
 
@@ -16,6 +26,36 @@ def disjoint(doc: Document, branches: list[tuple[Atom, ...]]) -> bool:
         for j in range(i + 1, len(sigs)):
             if not _sig_disjoint(sigs[i], sigs[j]):
                 return False
+    return True
+
+
+_ALL = ("null", "boolean", "object", "array", "number", "string")
+
+
+def exclusive(doc: Document, branches: list[tuple[Atom, ...]]) -> list[tuple[Atom, ...]]:
+    """The branches with ``null``/boolean removed where two or more accept every such value."""
+    drop: list[str] = []
+    for t in ("null", "boolean"):
+        takers = [_takes_all(doc, b, t) for b in branches]
+        if takers.count(True) >= 2 and None not in takers:
+            drop.append(t)
+    if not drop:
+        return branches
+    keep = doc.synthetic({"type": [t for t in _ALL if t not in drop]})
+    return [b + ((keep, frozenset()),) for b in branches]
+
+
+def _takes_all(doc: Document, atoms: tuple[Atom, ...], t: str) -> Optional[bool]:
+    """Does the branch accept every value of type ``t`` (True), none (False), or some (None)?"""
+    try:
+        flat = expand(doc, atoms)
+    except Unsatisfiable:
+        return False
+    types, consts, _ = _signature(doc, atoms)
+    if t not in types:
+        return False
+    if consts is not None or first_choice(doc, flat) is not None:
+        return None
     return True
 
 

@@ -9,30 +9,12 @@ from ...errors import GrammarError
 
 def prune(rules: dict[str, ir.Expr]) -> ir.Grammar:
     """Drop unproductive alternatives and rules, then unreachable rules."""
-    productive: set[str] = set()
-
-    def ok(e: ir.Expr) -> bool:
-        if isinstance(e, ir.Terminal):
-            return True
-        if isinstance(e, ir.Ref):
-            return e.name in productive
-        if isinstance(e, ir.Sequence):
-            return all(ok(x) for x in e.items)
-        if isinstance(e, ir.Choice):
-            return any(ok(x) for x in e.alternatives)
-        if isinstance(e, ir.Repetition):
-            return e.min == 0 or ok(e.item)
-        raise TypeError(type(e))
-
-    changed = True
-    while changed:
-        changed = False
-        for name, body in rules.items():
-            if name not in productive and ok(body):
-                productive.add(name)
-                changed = True
+    productive = _productive(rules)
     if "root" not in productive:
         raise GrammarError("the schema is unsatisfiable: no JSON value matches it")
+    if len(productive) == len(rules):  # nothing to drop: every rule was made for a reference to it
+        out = tuple(ir.Rule(n, rules[n]) for n in ["root", *(n for n in rules if n != "root")])
+        return ir.Grammar(rules=out, start="root", syntax="json_schema", end_mode="eos")
 
     def clean(e: ir.Expr) -> Optional[ir.Expr]:
         if isinstance(e, ir.Choice):
@@ -58,16 +40,84 @@ def prune(rules: dict[str, ir.Expr]) -> ir.Grammar:
     reach = {"root"}
     stack = ["root"]
     while stack:
-        body = cleaned[stack.pop()]
-        todo: list[ir.Expr] = [body]  # type: ignore[list-item]
-        while todo:
-            e = todo.pop()
-            if isinstance(e, ir.Ref):
-                if e.name not in reach:
-                    reach.add(e.name)
-                    stack.append(e.name)
-            else:
-                todo.extend(ir.children(e))
+        for ref in _refs(cleaned[stack.pop()]):  # type: ignore[arg-type]
+            if ref not in reach:
+                reach.add(ref)
+                stack.append(ref)
     order = ["root"] + [n for n in cleaned if n != "root" and n in reach]
     out = tuple(ir.Rule(n, cleaned[n]) for n in order)  # type: ignore[arg-type]
     return ir.Grammar(rules=out, start="root", syntax="json_schema", end_mode="eos")
+
+
+def _productive(rules: dict[str, ir.Expr]) -> set[str]:
+    """The rules that derive some text, in linear time (Dowling-Gallier): each
+    alternative, in disjunctive form, counts the rules it still waits for."""
+    productive: set[str] = set()
+    work: list[str] = []
+    waiting: list[int] = []
+    owner: list[str] = []
+    needed_by: dict[str, list[int]] = {}
+    for name, body in rules.items():
+        for need in _requirements(body):
+            if not need:
+                if name not in productive:
+                    productive.add(name)
+                    work.append(name)
+                continue
+            needed_by_alt = len(waiting)
+            waiting.append(len(need))
+            owner.append(name)
+            for ref in need:
+                needed_by.setdefault(ref, []).append(needed_by_alt)
+    while work:
+        for alt in needed_by.get(work.pop(), ()):
+            waiting[alt] -= 1
+            if waiting[alt] == 0 and owner[alt] not in productive:
+                productive.add(owner[alt])
+                work.append(owner[alt])
+    return productive
+
+
+def _requirements(body: ir.Expr) -> list[frozenset[str]]:
+    """``body`` in disjunctive form: for each way to derive it, the rules it needs.
+
+    The bodies the builder makes nest a choice inside a sequence only where a
+    choice of terminals or of a few rules sits, so the product stays tiny.
+    """
+    kind = type(body)
+    if kind is ir.Terminal:
+        return [_NOTHING]
+    if kind is ir.Ref:
+        return [frozenset((body.name,))]
+    if kind is ir.Choice:
+        return [need for alt in body.alternatives for need in _requirements(alt)]
+    if kind is ir.Repetition:
+        return [_NOTHING] if body.min == 0 else _requirements(body.item)
+    if kind is ir.Sequence:
+        out = [_NOTHING]
+        names: list[str] = []
+        for item in body.items:
+            if type(item) is ir.Terminal:
+                continue
+            if type(item) is ir.Ref:
+                names.append(item.name)
+                continue
+            out = list({a | b for a in out for b in _requirements(item)})
+        return [need | frozenset(names) for need in out] if names else out
+    raise TypeError(type(body))
+
+
+_NOTHING: frozenset[str] = frozenset()
+
+
+def _refs(body: ir.Expr) -> set[str]:
+    """The rule names an expression refers to."""
+    out: set[str] = set()
+    todo = [body]
+    while todo:
+        e = todo.pop()
+        if isinstance(e, ir.Ref):
+            out.add(e.name)
+        else:
+            todo.extend(ir.children(e))
+    return out

@@ -16,7 +16,7 @@ from ...errors import GrammarError
 from ._document import MAX_NESTING, Document, child
 from ._pattern import search
 from ._pyre import to_python
-from .formats import FORMATS, format_language
+from .formats import FORMATS, INTEGER_FORMATS, format_language
 
 
 def json_key(v: Any, depth: int = 0) -> Any:
@@ -86,7 +86,7 @@ class Validator:
         if not isinstance(sch, dict):
             raise self.doc.fail("a schema must be an object or a boolean", pointer)
         d = depth + 1
-        if self.doc.draft7 and "$ref" in sch and "$ref" not in skip:
+        if "$ref" in sch and self.doc.old_draft(pointer) and "$ref" not in skip:
             target = self.doc.ref_target(sch["$ref"], pointer)
             return target is None or self.valid(value, target, frozenset(), d)
         for kw, arg in sch.items():
@@ -133,7 +133,7 @@ class Validator:
             return len(v) <= arg
         if kw == "pattern":
             return search(arg, v)
-        if kw == "format" and arg in FORMATS:
+        if kw == "format" and isinstance(arg, str) and arg in FORMATS:
             return _format_re(arg).fullmatch(v) is not None
         return True
 
@@ -151,6 +151,9 @@ class Validator:
             return x < _num(arg)
         if kw == "multipleOf":
             return (x % _num(arg)) == 0
+        if kw == "format" and isinstance(arg, str) and arg in INTEGER_FORMATS:
+            lo, hi = INTEGER_FORMATS[arg]
+            return lo <= x <= hi
         return True
 
     def _array(self, kw: str, arg: Any, sch: dict, v: list, ptr: str, d: int) -> bool:

@@ -19,6 +19,13 @@ what python ``jsonschema``'s format checker accepts:
   (with an embedded IPv4 tail, no zone id).
 * ``uri``: RFC 3986 ``URI`` without IP-literal hosts (``[...]``).
 * ``json-pointer``: RFC 6901.
+* ``byte`` (OpenAPI): base64 (RFC 4648 alphabet, ``=`` padding to a multiple of 4).
+
+OpenAPI's numeric formats bound numbers: ``int8``...``int64`` and
+``uint8``...``uint64`` are the two's-complement (unsigned) ranges
+(``INTEGER_FORMATS``, applied by ``_builder`` as ``minimum``/``maximum``);
+``float``, ``double`` and the string formats ``binary`` and ``password``
+constrain nothing a JSON text can show and are annotations.
 
 The other standard formats (``idn-*``, ``iri*``, ``uri-reference``,
 ``uri-template``, ``relative-json-pointer``, ``regex``) are unsupported;
@@ -103,6 +110,8 @@ _HIER = (
 _QUERY = rf"(?:{_PCHAR}|[/?])*"
 URI = rf"[A-Za-z][A-Za-z0-9+.\-]*:{_HIER}(?:\?{_QUERY})?(?:#{_QUERY})?"
 JSON_POINTER = r"(?:/(?:[^~/]|~[01])*)*"
+_B64 = r"[A-Za-z0-9+/]"
+BASE64 = rf"(?:{_B64}{{4}})*(?:{_B64}{{2}}==|{_B64}{{3}}=)?"
 
 FORMATS: dict[str, str] = {
     "date": DATE,
@@ -116,6 +125,12 @@ FORMATS: dict[str, str] = {
     "ipv6": IPV6,
     "uri": URI,
     "json-pointer": JSON_POINTER,
+    "byte": BASE64,
+}
+
+INTEGER_FORMATS: dict[str, tuple[int, int]] = {
+    **{f"int{b}": (-(1 << (b - 1)), (1 << (b - 1)) - 1) for b in (8, 16, 32, 64)},
+    **{f"uint{b}": (0, (1 << b) - 1) for b in (8, 16, 32, 64)},
 }
 
 UNSUPPORTED_FORMATS = frozenset(

@@ -1,0 +1,227 @@
+"""From a parser state to its mask: dense table rows to OR, plus a few extra token ids.
+
+A token is allowed in a state iff it is viable from one of the state's scan
+pairs ``(item, t, q)``: it stays inside ``t`` (``INSIDE[t][q]``), or it
+completes ``t`` and continues inside a terminal ``t2`` the parser expects
+next (``CROSS[t, t2][q]`` for ``t2`` in ``E(item)``), or it completes ``t``
+and then whole further lexemes (the ``DEEP[t, t2][q]`` candidates: checked
+exactly by stepping the parser over their bytes).
+
+What repeats across documents. The rows depend only on the lexical frontier
+``(t, q, E(item))``, but a DEEP token like ``"},`` also depends on the
+enclosing structure. So masks are computed on the state *truncated* to its
+first ``depth`` levels of context (``EarleyParser.truncated``), which is the
+same at nesting depth 3 and 7, and cached per truncated state. Parsing from a
+truncated state is exact until a completion needs the missing context; then
+the verdict for that token is *unknown* and the token is checked on the full
+state instead (and if even the expected-terminal sets need deeper context,
+the whole mask is computed on the full state).
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from .caches import GenerationalCache
+from .earley import ANY, DEAD, DEAD_UNKNOWN, EarleyParser, ParserState
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..compile.grammar_tables import GrammarTables
+    from ..vocab import Vocabulary
+
+TRUNCATION_DEPTH = 3
+DEEP_RESOLUTION_FACTOR = 3
+_EMPTY = np.zeros(0, dtype=np.int32)
+_EMPTY.setflags(write=False)
+_INEXACT = object()
+
+
+def _frozen(array: np.ndarray) -> np.ndarray:
+    array.setflags(write=False)
+    return array
+
+
+class Mask:
+    """A state's allowed tokens: the OR of dense table rows ``rows`` plus the token ids ``extras``.
+
+    Shared by every matcher in a state with this mask (read-only arrays); the
+    packed bitset and the id list are computed on first use and kept here.
+    """
+
+    __slots__ = ("rows", "extras", "bits", "ids", "row_keys")
+
+    def __init__(self, rows: np.ndarray, extras: np.ndarray) -> None:
+        self.rows = rows
+        self.extras = extras
+        self.bits: np.ndarray | None = None
+        self.ids: np.ndarray | None = None
+        self.row_keys: tuple[bytes, ...] | None = None  # content digests of ``rows`` (device pool addresses)
+
+
+@lru_cache(maxsize=8)
+def byte_order(vocab: "Vocabulary") -> np.ndarray:
+    """``rank[id]``: each token's position in byte order (candidates sorted by it share prefix walks)."""
+    matrix, lengths = vocab.token_matrix()
+    keys = [matrix[i, : lengths[i]].tobytes() for i in range(vocab.size)]
+    order = sorted(range(vocab.size), key=keys.__getitem__)
+    rank = np.empty(vocab.size, dtype=np.int64)
+    rank[order] = np.arange(vocab.size)
+    return _frozen(rank)
+
+
+class MaskBuilder:
+    """Computes and caches the masks of one compiled grammar (shared by its matchers and threads)."""
+
+    def __init__(
+        self,
+        parser: EarleyParser,
+        tables: "GrammarTables",
+        vocab: "Vocabulary",
+        token_bytes: tuple[bytes | None, ...],
+        *,
+        cache_limit: int,
+        depth: int = TRUNCATION_DEPTH,
+    ) -> None:
+        self.parser = parser
+        self.tables = tables
+        self.vocab = vocab
+        self.token_bytes = token_bytes
+        self.depth = depth
+        self.rank = byte_order(vocab)
+        self._pair_refs_memo: GenerationalCache = GenerationalCache(cache_limit)
+        self._partial_memo: GenerationalCache = GenerationalCache(cache_limit)
+        self._resolved_memo: GenerationalCache = GenerationalCache(cache_limit)
+
+    def cache_stats(self) -> dict:
+        return {"pair_entries": len(self._pair_refs_memo), "truncated_masks": len(self._partial_memo),
+                "resolved_masks": len(self._resolved_memo)}
+
+    # ------------------------------------------------------------------ API
+
+    def parts(self, state: ParserState) -> tuple[np.ndarray, np.ndarray]:
+        """(dense row ids, extra token ids) whose union is exactly the tokens viable from ``state`` (EOS not included)."""
+        truncated = self.parser.truncated(state, self.depth)
+        partial = self._partial_memo[truncated]
+        if partial is None:
+            partial = self._partial_memo.put(truncated, self._partial(truncated))
+        if partial is _INEXACT:
+            rows, extras, unknown = self._partial(state)
+            assert not unknown.size  # a full state needs no context beyond its own
+            return rows, extras
+        rows, extras, unknown = partial
+        if unknown.size:
+            alive = self._resolve(state, unknown)
+            if alive:
+                extras = _frozen(np.union1d(extras, np.array(alive, dtype=np.int32)).astype(np.int32))
+        return rows, extras
+
+    # ------------------------------------------------------------- internals
+
+    def _resolve(self, state: ParserState, unknown: np.ndarray) -> list[int]:
+        """The viable ones of the candidates a truncated state left open: checked on a deeper truncation (cached:
+        it repeats across documents too), then, for what that still leaves open, on the full state."""
+        deeper = self.parser.truncated(state, DEEP_RESOLUTION_FACTOR * self.depth)
+        hit = self._resolved_memo[deeper.uid]
+        if hit is None:
+            alive, still = self._check(deeper, unknown)
+            hit = self._resolved_memo.put(deeper.uid, (deeper, alive, still))
+        _, alive, still = hit
+        if still:
+            alive = alive + self._check(state, still)[0]
+        return alive
+
+    def _pair_refs(self, t: int, q: int, expected: tuple[int, ...]) -> tuple[tuple, tuple, tuple]:
+        key = (t, q, expected)
+        hit = self._pair_refs_memo[key]
+        if hit is None:
+            tables = self.tables
+            refs = [int(tables.inside_refs(t)[q])]
+            deep = []
+            for t2 in expected:
+                refs.append(int(tables.cross_refs(t, t2)[q]))
+                deep.append(int(tables.deep_refs(t, t2)[q]))
+            hit = self._pair_refs_memo.put(key, (
+                tuple(sorted({r for r in refs if r >= 0})),
+                tuple(sorted({r for r in refs if r < -1})),
+                tuple(sorted({r for r in deep if r != -1})),
+            ))
+        return hit
+
+    def _partial(self, state: ParserState):
+        """(rows, extras, unknown) of ``state``; ``_INEXACT`` if an expected-terminal set needs missing context."""
+        dense: set[int] = set()
+        sparse: set[int] = set()
+        deep: set[int] = set()
+        expected_after = self.parser.expected_after
+        for p, o, t, q in state.pairs:
+            expected, touched = expected_after((p, o))
+            if touched:
+                return _INEXACT
+            d, s, dp = self._pair_refs(t, q, expected)
+            dense.update(d)
+            sparse.update(s)
+            deep.update(dp)
+        store = self.tables.store
+        rows = _frozen(np.array(sorted(dense), dtype=np.int32))
+        if sparse:
+            extras = np.unique(np.concatenate([store.get(r).to_ids() for r in sparse])).astype(np.int32)
+        else:
+            extras = _EMPTY
+        unknown = _EMPTY
+        if deep:
+            cand = np.unique(np.concatenate([store.get(r).to_ids() for r in deep]))
+            if rows.size:
+                words = np.bitwise_or.reduce(store.dense_rows()[rows], axis=0)
+                covered = (words[cand >> 5] >> (cand & 31).astype(np.uint32)) & 1
+                cand = cand[covered == 0]
+            if extras.size:
+                cand = np.setdiff1d(cand, extras, assume_unique=True)
+            alive, maybe = self._check(state, cand)
+            if alive:
+                extras = np.union1d(extras, np.array(alive, dtype=np.int32)).astype(np.int32)
+            if maybe:
+                # over-approximate the missing context: what dies even in any context is dead
+                maybe, _ = self._check(self.parser.truncated(state, self.depth, ANY), maybe) if state.pairs else ([], [])
+            if maybe:
+                unknown = _frozen(np.array(maybe, dtype=np.int32))
+        return rows, _frozen(extras) if extras is not _EMPTY else extras, unknown
+
+    def _check(self, state: ParserState, candidates) -> tuple[list[int], list[int]]:
+        """Step ``state`` through each candidate's bytes: (viable ids, ids whose verdict needs missing context).
+
+        Candidates are walked in byte order so each one reuses the states of
+        the prefix it shares with the previous one.
+        """
+        cand = np.asarray(candidates, dtype=np.int64)
+        if not cand.size:
+            return [], []
+        cand = cand[np.argsort(self.rank[cand], kind="stable")]
+        step = self.parser.step_byte
+        token_bytes = self.token_bytes
+        alive: list[int] = []
+        unknown: list[int] = []
+        path = [state]
+        prev = b""
+        for tid in cand.tolist():
+            data = token_bytes[tid]
+            if data is None:
+                continue
+            n = min(len(prev), len(data), len(path) - 1)
+            j = 0
+            while j < n and prev[j] == data[j]:
+                j += 1
+            del path[j + 1:]
+            s = path[-1]
+            for byte in data[j:]:
+                s = step(s, byte)
+                path.append(s)
+            prev = data
+            if s is DEAD:
+                continue
+            if s is DEAD_UNKNOWN:
+                unknown.append(tid)
+            else:
+                alive.append(tid)
+        return alive, unknown

@@ -1,0 +1,192 @@
+"""The runtime's context machinery against exact oracles.
+
+* masks computed on truncated contexts (and resolved deeper, then on the full
+  state) equal the exact reference walk at every nesting depth, including
+  tokens that close several brackets at once;
+* ``step_token`` (lexeme-level walk) equals byte-by-byte stepping;
+* parser states and sets are freed when nothing uses them (memory stays
+  bounded in a long-running process); the memo tables are bounded;
+* fusing runs of adjacent terminals keeps the language.
+"""
+from __future__ import annotations
+
+import gc
+import itertools
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from bnf_oracle import BnfOracle
+from kbnf_gpu import CompileConfig, Matcher, Vocabulary, compile_grammar, ir
+from kbnf_gpu.grammars import JSON_KBNF
+from kbnf_gpu.normalize import NormalizeConfig, normalize
+from kbnf_gpu.runtime.caches import GenerationalCache
+from kbnf_gpu.runtime.earley import DEAD, EarleyParser
+from kbnf_gpu.runtime.masks import DEEP_RESOLUTION_FACTOR, TRUNCATION_DEPTH
+
+# structural tokens that close (or open) several containers at once, and a few plain ones
+BRACKET_TOKENS = [
+    "{", "}", "[", "]", "}}", "]]", "}]", "]}", "}},", "]],", "}],", "]},", "}]}", "]]]", "}}}", "]]]]", "}}}}",
+    '"}', '"]', '"}]', '"]]', '"}}', '"]}]', "1]]", "1}]", "1}}}", "[[", "[[[", "[{", '[{"', '{"a":', '{"a": [',
+    '"a"', '":', '": ', ",", ", ", ',"a":', ", [", ",[", "1", "12", '"', "a", " ", "\n", "true", "null]]", "]]]],",
+    "}];", "]);", " ]]", " }}", "]}\n",
+]
+
+
+@pytest.fixture(scope="module")
+def bracket_vocab() -> Vocabulary:
+    tokens = {i: t.encode() for i, t in enumerate(BRACKET_TOKENS)}
+    eos = len(tokens)
+    tokens[eos] = b"</s>"
+    return Vocabulary(tokens, special_ids=[eos], eos_ids=[eos])
+
+
+@pytest.fixture(scope="module")
+def bracket_json(bracket_vocab):
+    return compile_grammar(JSON_KBNF, bracket_vocab, syntax="kbnf", end_mode="eos")
+
+
+def _deep_walk(compiled, rng: random.Random, steps: int, open_bias: float) -> int:
+    """A random walk through allowed tokens (biased to open containers); masks ≡ reference at every step."""
+    vocab = compiled.vocab
+    m = Matcher(compiled)
+    deepest = depth = 0
+    for _ in range(steps):
+        allowed = m.allowed_token_ids()
+        reference = compiled.reference_allowed_ids(m.state)
+        assert allowed.tolist() == reference.tolist(), (depth, m.num_tokens)
+        choices = [t for t in allowed.tolist() if t not in vocab.eos_ids]
+        if not choices:
+            break
+        opening = [t for t in choices if vocab.token_bytes(t).count(b"[") + vocab.token_bytes(t).count(b"{") >
+                   vocab.token_bytes(t).count(b"]") + vocab.token_bytes(t).count(b"}")]
+        token = rng.choice(opening if opening and rng.random() < open_bias else choices)
+        data = vocab.token_bytes(token)
+        depth += data.count(b"[") + data.count(b"{") - data.count(b"]") - data.count(b"}")
+        deepest = max(deepest, depth)
+        m.accept_token(token)
+    return deepest
+
+
+def test_masks_are_exact_beyond_every_truncation_depth(bracket_json):
+    rng = random.Random(1)
+    deepest = 0
+    for walk in range(24):
+        deepest = max(deepest, _deep_walk(bracket_json, rng, steps=90, open_bias=0.75 if walk % 2 else 0.45))
+    # deeper than the truncation and the deeper resolution: the exact fallback ran too
+    assert deepest > DEEP_RESOLUTION_FACTOR * TRUNCATION_DEPTH
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.sampled_from(["[", "{\"a\":", "1", ",", "]", "}"]), max_size=40))
+def test_masks_are_exact_on_arbitrary_prefixes(bracket_json, pieces):
+    """Any byte prefix: fed as bytes, then the mask must equal the reference (whatever the nesting)."""
+    m = Matcher(bracket_json)
+    for piece in pieces:
+        try:
+            m.accept_bytes(piece.encode())
+        except Exception:
+            continue  # not viable here: the state is unchanged
+    assert m.allowed_token_ids().tolist() == bracket_json.reference_allowed_ids(m.state).tolist()
+
+
+# ------------------------------------------------------------- step_token
+
+
+TERMINALS = [ir.Literal(b"a"), ir.Literal(b"ab"), ir.Pattern("a*"), ir.Pattern("[ab]"), ir.Pattern("(ab)+b?"),
+             ir.Literal(b"")]
+
+
+@st.composite
+def grammars(draw):
+    names = ["s", "x", "y"]
+    symbol = st.one_of(st.sampled_from(names[1:]).map(ir.Ref), st.sampled_from(TERMINALS).map(ir.Terminal))
+    rules = []
+    for name in names:
+        alts = draw(st.lists(st.lists(symbol, max_size=3), min_size=1, max_size=3))
+        alts.append([ir.Terminal(draw(st.sampled_from(TERMINALS[:2])))])  # productive
+        rules.append(ir.Rule(name, ir.Choice(tuple(ir.Sequence(tuple(a)) for a in alts))))
+    return ir.Grammar(tuple(rules), start="s", syntax="test")
+
+
+@settings(max_examples=80, deadline=None)
+@given(grammars(), st.lists(st.binary(min_size=1, max_size=4).map(lambda b: bytes(97 + (c % 2) for c in b)),
+                            min_size=1, max_size=5))
+def test_step_token_equals_byte_steps(grammar, chunks):
+    parser = EarleyParser(normalize(grammar, NormalizeConfig(fuse=False)))
+    a = b = parser.initial_state
+    for chunk in chunks:
+        a, passed_a = parser.step_token(a, chunk)
+        b, passed_b, _ = parser.step_bytes(b, chunk)
+        assert a is b and passed_a == passed_b
+        if a is DEAD:
+            break
+
+
+# ---------------------------------------------------------------- memory
+
+
+def test_unused_states_and_sets_are_freed(bracket_json):
+    compiled = compile_grammar(JSON_KBNF, bracket_json.vocab, syntax="kbnf", end_mode="eos",
+                               config=CompileConfig(memo_limit=64, mask_cache_limit=64))
+    rng = random.Random(5)
+    peak = 0
+    for _ in range(30):
+        _deep_walk(compiled, rng, steps=40, open_bias=0.6)
+        peak = max(peak, compiled.parser.n_states)
+    stats = compiled.cache_stats()
+    # bounded memo tables: 2 generations each
+    assert stats["memo_entries"] <= 5 * 2 * 64 + 10
+    # with nothing but bounded caches referring to them, states are bounded too (not one per step ever taken)
+    gc.collect()
+    assert compiled.parser.n_states <= peak
+    assert compiled.parser.n_states < 30 * 40
+
+
+def test_generational_cache_is_bounded_and_keeps_recent_entries():
+    cache = GenerationalCache(4)
+    for i in range(100):
+        cache.put(i, str(i))
+        assert cache[i] == str(i)
+    assert len(cache) <= 8
+    assert cache[99] == "99" and cache[0] is None
+    cache.put("old", 1)
+    for i in range(4):
+        cache.put(("filler", i), i)
+    assert cache["old"] == 1  # found in the old generation and promoted
+    for i in range(4):
+        cache.put(("more", i), i)
+    assert cache["old"] == 1
+
+
+# ------------------------------------------------------------ run fusion
+
+
+def _language(grammar: ir.Grammar, fuse: bool, alphabet: bytes, max_len: int) -> set[bytes]:
+    parser = EarleyParser(normalize(grammar, NormalizeConfig(fuse=fuse)))
+    out = set()
+    for n in range(max_len + 1):
+        for chars in itertools.product(alphabet, repeat=n):
+            state, _, _ = parser.step_bytes(parser.initial_state, bytes(chars))
+            if state is not DEAD and state.accepting:
+                out.add(bytes(chars))
+    return out
+
+
+@settings(max_examples=60, deadline=None)
+@given(grammars())
+def test_fusing_terminal_runs_keeps_the_language(grammar):
+    fused = normalize(grammar)
+    oracle = BnfOracle(normalize(grammar, NormalizeConfig(fuse=False)))
+    language = _language(grammar, True, b"ab", 5)
+    assert language == {w for n in range(6) for w in map(bytes, itertools.product(b"ab", repeat=n))
+                        if oracle.derives(w)}
+    assert len(fused.terminals) >= 1
+
+
+def test_json_punctuation_fuses_with_whitespace():
+    bnf = normalize(__import__("kbnf_gpu.frontends", fromlist=["parse_grammar"]).parse_grammar(JSON_KBNF, "kbnf"))
+    names = {bnf.terminal_name(t) for t in range(len(bnf.terminals))}
+    assert {'ws "," ws', 'string ws ":" ws', 'ws "}"'} <= names
