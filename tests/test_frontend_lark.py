@@ -630,6 +630,18 @@ def test_deep_nesting_has_no_recursion_error() -> None:
     _brute("start: " + "(" * depth + '"a"' + ")?" * depth + ' "b"\n', "ab", 2, lambda s: s in ("b", "ab"))
 
 
+@pytest.mark.parametrize(
+    "text, words",
+    [
+        ("start: A\nA: " + "(" * 600 + '"a"' + ")" * 600 + "\n", "nested too deeply"),
+        ("start: /" + "(" * 600 + "a" + ")" * 600 + "/\n", "recursion depth"),  # Python's re parser refuses
+    ],
+)
+def test_deep_terminals_are_grammar_errors(text: str, words: str) -> None:
+    with pytest.raises(GrammarError, match=words):
+        parse_lark(text)
+
+
 def test_many_optionals_load_without_blowup() -> None:
     letters = "abcdefghijklmnopqrst"  # 20 optionals: lark alone would expand 2^20 alternatives
     text = "start: " + " ".join(f'"{c}"?' for c in letters) + "\n"

@@ -137,6 +137,8 @@ def _compile(text: str, start: str) -> tuple[list[TerminalDef], list[Any], list[
         return grammar.compile([mangle(start)], set())
     except GrammarError:
         raise
+    except RecursionError:  # deep nesting inside a terminal definition (rules are hoisted, see _lark_dialect)
+        raise GrammarError("a terminal definition is nested too deeply for python-lark's terminal resolver") from None
     except (lark_exc.LarkError, KeyError, AssertionError, OSError, ValueError, IndexError) as e:
         error = _convert(e, text)
         if demangle(error.reason) != error.reason:  # a dialect name with '-' in lark's message
