@@ -1,0 +1,71 @@
+"""JSON Schema ``pattern`` (ECMA-262) syntax: ``_pattern``'s language against Python equivalents.
+
+Each ECMA-262 pattern is paired with a Python ``re`` pattern written to mean
+the same (ECMA-262 search semantics, the ``u`` flag's code points); the pairs
+were checked with node's RegExp. Every string over a small alphabet up to a
+short length must agree, both in ``search`` and in the compiled language.
+"""
+from __future__ import annotations
+
+import itertools
+import re
+
+import pytest
+
+from kbnf_gpu.frontends.json_schema._pattern import PatternError, pattern_language, search
+from kbnf_gpu.frontends.json_schema._pyre import to_python
+
+ALPHABET = ["a", "b", "1", "-", "/", " ", "\x01", "\n", "\U0001F600", "\u0663"]
+
+PAIRS = [
+    (r"^\cA\cj?$", r"^\x01\n?\Z"),
+    (r"^(?<year>\d{2})-(?<m>\d)$", r"^(?P<year>[0-9]{2})-(?P<m>[0-9])\Z"),
+    (r"^\u{1F600}+$", r"^\U0001F600+\Z"),
+    (r"^\uD83D\uDE00a?$", r"^\U0001F600a?\Z"),
+    (r"^\u0061[\u{62}-\u{63}]$", r"^a[b-c]\Z"),
+    (r"^a[^]b$", r"^a[\s\S]b\Z"),
+    (r"a[]b|^1", r"^1"),
+    (r"b\/|^\ca", r"b/|^\x01"),
+]
+# ECMA's ASCII \d \w: the compiled language follows them; ``search`` follows Python's re
+# here (what python-jsonschema, the validator, does) as the syntax is Python's too.
+CLASS_PAIRS = [
+    (r"^\/\d+$", r"^/[0-9]+\Z"),
+    (r"^[\w-]+\s?$", r"^[A-Za-z0-9_\-]+[ \n]?\Z"),
+]
+
+
+def _texts(max_len: int):
+    for n in range(max_len + 1):
+        for chars in itertools.product(ALPHABET, repeat=n):
+            yield "".join(chars)
+
+
+@pytest.mark.parametrize("ecma, python", PAIRS + CLASS_PAIRS)
+def test_ecma_syntax_means_what_ecma_says(ecma: str, python: str) -> None:
+    lang = pattern_language(ecma)
+    full = None if lang is None else re.compile(to_python(lang), re.S)
+    oracle = re.compile(python)
+    for text in _texts(3):
+        want = oracle.search(text) is not None
+        if (ecma, python) in PAIRS:
+            assert search(ecma, text) == want, (ecma, text)
+        else:
+            assert search(ecma, text) == (re.search(ecma, text) is not None), (ecma, text)
+        assert (full is not None and full.fullmatch(text) is not None) == want, (ecma, text)
+
+
+@pytest.mark.parametrize(
+    "pattern, words",
+    [
+        (r"\u{110000}", "\\u{...}"),
+        (r"\u{}", "\\u{...}"),
+        (r"a\uD83", "\\u escape"),
+        (r"(?=a)", "lookaround"),
+        (r"(a)\1", "unsupported escape"),
+    ],
+)
+def test_refused_with_offset(pattern: str, words: str) -> None:
+    with pytest.raises(PatternError, match=re.escape(words)) as info:
+        pattern_language(pattern)
+    assert 0 <= info.value.pos < len(pattern)
