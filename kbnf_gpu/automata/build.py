@@ -10,7 +10,7 @@ from ..errors import DFATooLarge, GrammarError
 from . import kinds
 from .dfa import ByteDFA, StateLimit, determinize, finalize, from_table
 from .guarded import AFTER_NL, AT_START, OTHER, determinize_guarded
-from .nfa import NFA, DFALeaf, InvalidExpr, NFATooLarge, Node
+from .nfa import NFA, DFALeaf, InvalidExpr, NFATooLarge, Node, WordTooLong
 from .regex import BOL, BOS, Anchor, Look, RegexError, translate
 
 DEFAULT_MAX_STATES = 10_000
@@ -173,9 +173,14 @@ def _determinized(
     start_ctx: int = AT_START,
     start_lb: dict | None = None,
 ) -> ByteDFA:
-    nfa = NFA(nfa_limit)
+    nfa = NFA(nfa_limit, max_states)
     try:
         start, accept = nfa.build(root, on_pattern or _no_pattern)
+        if not nfa.guards:
+            # a DFA needs a state per byte of its shortest word: refuse before determinizing
+            shortest = nfa.shortest_accepted(start, accept)
+            if shortest is not None and shortest >= max_states:
+                raise WordTooLong(max_states)
         if nfa.guards:
             bodies = _LookBodies(nfa.looks, max_states, nfa_limit, ctx)
             table, accepting, class_of_byte = determinize_guarded(
@@ -185,7 +190,7 @@ def _determinized(
             table, accepting, class_of_byte = determinize(nfa, start, accept, max_states)
     except NFATooLarge:
         raise ctx.too_large(nfa_limit, "NFA") from None
-    except StateLimit:
+    except (StateLimit, WordTooLong):
         raise ctx.too_large(max_states) from None
     except InvalidExpr as e:
         raise ctx.error(str(e)) from None
