@@ -285,7 +285,10 @@ def test_random_lookaround_regex_agrees_with_re(source, flags):
     ],
 )
 def test_lookaround_features_agree_with_re(source, flags):
-    corpus = Corpus(b"ab\nc1\xc3\xa9", 4, char_alphabet="ab\n1éK\u212a", char_len=4)
+    _check_with_re(source, flags, Corpus(b"ab\nc1\xc3\xa9", 4, char_alphabet="ab\n1éK\u212a", char_len=4))
+
+
+def _check_with_re(source: str, flags: str, corpus) -> None:
     bits = sum(getattr(re, f.upper()) for f in flags)
     dfa = rx(source, flags)
     assert_agrees_with_re(dfa, source, corpus, bits)
@@ -327,11 +330,7 @@ def test_random_case_insensitive_regex_agrees_with_re(source, flags):
     ],
 )
 def test_regex_features_agree_with_re(source, flags):
-    corpus = Corpus(b"ab\nc1\xc3\xa9\xd9\xa3\xff", 3, char_alphabet="ab\n1é٣ßSsẞ", char_len=3)
-    bits = sum(getattr(re, f.upper()) for f in flags)
-    dfa = rx(source, flags)
-    assert_agrees_with_re(dfa, source, corpus, bits)
-    assert_well_formed(dfa)
+    _check_with_re(source, flags, Corpus(b"ab\nc1\xc3\xa9\xd9\xa3\xff", 3, char_alphabet="ab\n1é٣ßSsẞ", char_len=3))
 
 
 # -------------------------------------------------------------- canonical
