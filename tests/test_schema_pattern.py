@@ -8,6 +8,7 @@ short length must agree, both in ``search`` and in the compiled language.
 from __future__ import annotations
 
 import itertools
+import json
 import re
 
 import pytest
@@ -55,13 +56,39 @@ def test_ecma_syntax_means_what_ecma_says(ecma: str, python: str) -> None:
         assert (full is not None and full.fullmatch(text) is not None) == want, (ecma, text)
 
 
+LOOKAHEADS = [
+    r"^(?!foo)[a-z]+$",
+    r"^(?=.*\d)(?=.*[a-z]).{3,}$",
+    r"^(?!.*\.$)[a-z.]*",
+    r"^(?!a|b$)",
+    r"^(?!(?:ab)+$)(?=[ab])\w*$|^1",
+]
+
+
+@pytest.mark.parametrize("pattern", LOOKAHEADS)
+def test_leading_lookaheads_are_exact(pattern: str) -> None:
+    # an alphabet where ECMA-262 and Python agree (ASCII, no line terminators): under = over = truth
+    langs = [pattern_language(pattern), pattern_language(pattern, over=True)]
+    compiled = [None if lang is None else re.compile(to_python(lang), re.S) for lang in langs]
+    for n in range(6):
+        for chars in itertools.product("ab1.fo", repeat=n):
+            text = "".join(chars)
+            want = re.search(pattern, text) is not None
+            for c in compiled:
+                assert (c is not None and c.fullmatch(text) is not None) == want, (pattern, text)
+            assert search(pattern, text) == want
+
+
 @pytest.mark.parametrize(
     "pattern, words",
     [
         (r"\u{110000}", "\\u{...}"),
         (r"\u{}", "\\u{...}"),
         (r"a\uD83", "\\u escape"),
-        (r"(?=a)", "lookaround"),
+        (r"(?=a)", "only supported at the start"),
+        (r"^a(?!b)", "only supported at the start"),
+        (r"^(?=a)*", "quantified"),
+        (r"(?<=a)b", "lookbehind"),
         (r"(a)\1", "unsupported escape"),
     ],
 )
@@ -69,3 +96,22 @@ def test_refused_with_offset(pattern: str, words: str) -> None:
     with pytest.raises(PatternError, match=re.escape(words)) as info:
         pattern_language(pattern)
     assert 0 <= info.value.pos < len(pattern)
+
+
+def test_lookahead_pattern_through_the_schema_front_end() -> None:
+    import jsonschema
+
+    from kbnf_gpu import check
+    from kbnf_gpu.frontends.json_schema import parse_json_schema
+
+    schema = {
+        "type": "object",
+        "properties": {"name": {"type": "string", "pattern": "^(?!foo)[a-z]+$"}},
+        "patternProperties": {"^(?!x-)[a-z-]+$": {"type": "integer"}},
+        "additionalProperties": False,
+    }
+    grammar = parse_json_schema(schema, whitespace="compact")
+    for text in ['{"name":"bar"}', '{"name":"foobar"}', '{"name":"fo"}', '{"ab":1}', '{"x-a":1}', '{"a-x":2}',
+                 '{"name":"ok","x-y":3}', '{"q":"s"}']:
+        want = jsonschema.Draft202012Validator(schema).is_valid(json.loads(text))
+        assert (check.check_text(grammar, text).status == "complete") == want, text

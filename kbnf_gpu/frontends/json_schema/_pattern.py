@@ -17,7 +17,10 @@ The flavour is ECMA-262 with the ``u`` flag: named groups ``(?<name>…)``
 (and Python's ``(?P<name>…)``), ``\\cX`` (X mod 32), ``\\uXXXX`` (a
 surrogate pair ``\\uD83D\\uDE00`` is one code point), ``\\u{H…}``,
 ``\\xHH``, identity escapes such as ``\\/``, ``[^]`` (any character) and
-``[]`` (none). Rejected with ``PatternError``: lookaround, backreferences,
+``[]`` (none). Lookaheads right after a leading ``^`` (``^(?!…)``,
+``^(?=…)(?=…)``, the form real-world schemas use) are exact: intersections
+and differences of anchored languages. Rejected with ``PatternError``:
+other lookarounds, backreferences,
 ``\\b``, inline flags, possessive repeats, and syntax that the two dialects read
 differently (``{,n}``, ``\\a``...).
 """
@@ -124,8 +127,8 @@ class _Parser:
             if bounds is None:
                 return atom
             lo, hi = bounds
-            if atom[0] in ("bol", "eol"):
-                raise self.error("quantified anchor", start)
+            if atom[0] in ("bol", "eol", "look"):
+                raise self.error("quantified anchor or lookaround", start)
             if self.peek() == "?":
                 self.i += 1
             elif self.peek() == "+":
@@ -164,8 +167,16 @@ class _Parser:
                     raise self.error("bad group name")
                 self.ecma_only |= self.s[self.i + 1] == "<"
                 self.i = j + 1
+            elif self.s.startswith(("?=", "?!"), self.i):
+                negated = self.s[self.i + 1] == "!"
+                self.i += 2
+                inner = self.alternation(depth + 1)
+                if self.peek() != ")":
+                    raise self.error("missing ')'", start)
+                self.i += 1
+                return ("look", negated, inner, start)
             elif c == "(" and self.peek() == "?":
-                raise self.error("unsupported group construct (lookaround, flags or extension)", start)
+                raise self.error("unsupported group construct (lookbehind, flags or extension)", start)
             inner = self.alternation(depth + 1)
             if self.peek() != ")":
                 raise self.error("missing ')'", start)
@@ -329,6 +340,8 @@ def _add(p: Pieces, key: tuple[bool, bool], body: Rx) -> None:
 
 def _pieces(node: Node, over: bool) -> Pieces:
     kind = node[0]
+    if kind == "look":
+        raise PatternError("a lookahead is only supported at the start of the pattern, after '^'", node[3])
     if kind == "set":
         return {(False, False): cc(node[2] if over else node[1])}
     if kind == "bol":
@@ -391,9 +404,39 @@ def search_language(tree: Node, over: bool) -> Rx:
     return out
 
 
+def _leading_lookaheads(tree: Node) -> tuple[list[tuple[bool, Node]], Node]:
+    """``^(?=A)(?!B)REST`` as ``([(False, A), (True, B)], ^REST)``; no lookaheads: ``([], tree)``."""
+    items = tree[1] if tree[0] == "cat" else []
+    k = 1
+    while items[:1] == [("bol",)] and k < len(items) and items[k][0] == "look":
+        k += 1
+    if k == 1:
+        return [], tree
+    return [(look[1], look[2]) for look in items[1:k]], ("cat", [("bol",)] + items[k:])
+
+
+def _with_lookaheads(tree: Node, over: bool) -> Rx:
+    """Leading lookaheads by intersection (``(?=A)``) and difference (``(?!B)``) of anchored languages
+    (per branch of a top-level alternation).
+
+    At the start of the string ``(?=A)REST`` finds a match exactly where
+    ``^A`` and ``^REST`` both do; the approximations swap for negated bodies.
+    """
+    if tree[0] == "alt":  # each branch may start with its own: ^(?!a)b|^(?=c)d
+        return alt(*(_with_lookaheads(branch, over) for branch in tree[1]))
+    looks, rest = _leading_lookaheads(tree)
+    if not looks:
+        return search_language(tree, over)
+    from ._fsm import combine
+
+    keep = [search_language(("cat", [("bol",), body]), over) for negated, body in looks if not negated]
+    drop = [search_language(("cat", [("bol",), body]), not over) for negated, body in looks if negated]
+    return combine(search_language(rest, over), keep, drop)
+
+
 def pattern_language(source: str, over: bool = False) -> Rx:
-    """``search_language`` of a pattern source."""
-    return search_language(parse(source), over)
+    """``search_language`` of a pattern source (leading lookaheads included)."""
+    return _with_lookaheads(parse(source), over)
 
 
 def search(source: str, text: str) -> bool:
@@ -414,5 +457,5 @@ def search(source: str, text: str) -> bool:
                 raise PatternError("a pattern neither Python nor this module reads", 0) from None
     from ._pyre import to_python
 
-    lang = search_language(tree, False)
+    lang = _with_lookaheads(tree, False)
     return lang is not None and re.fullmatch(to_python(lang), text, re.S) is not None
