@@ -629,7 +629,7 @@ def test_deep_nesting_has_no_recursion_error() -> None:
     "text, words",
     [
         ("start: A\nA: " + "(" * 600 + '"a"' + ")" * 600 + "\n", "nested too deeply"),
-        ("start: /" + "(" * 600 + "a" + ")" * 600 + "/\n", "recursion depth"),  # Python's re parser refuses
+        ("start: /" + "(" * 600 + "a" + ")" * 600 + "/\n", "nests groups too deeply"),  # Python's re parser
     ],
 )
 def test_deep_terminals_are_grammar_errors(text: str, words: str) -> None:

@@ -133,6 +133,12 @@ def test_errors_have_columns(pattern: str, column: int, words: str) -> None:
     assert e.excerpt is not None and e.excerpt.splitlines()[0] == pattern
 
 
+def test_deep_nesting_is_a_grammar_error_at_the_deepest_group() -> None:
+    with pytest.raises(GrammarError, match="nests groups too deeply") as info:
+        parse_regex("x[(]" + "(?:a|" * 3000 + "b" + ")" * 3000)
+    assert info.value.column == len("x[(]") + len("(?:a|") * 2999 + 1  # the last "(?:" opened (1-based)
+
+
 def test_error_line_in_verbose_pattern() -> None:
     with pytest.raises(GrammarError) as info:
         parse_regex("(?x)\n  (a)   # fine\n  c\\1\n")

@@ -121,7 +121,10 @@ class _LookBodies:
         if key not in self._ahead:
             look = self.looks[index]
             root = ir.Concat((look.body, _ANY_BYTES))
-            dfa = _determinized(root, self.max_states, self.nfa_limit, self.ctx, start_ctx=key[1], start_lb=start_lb)
+            if reads_start or trackers:
+                dfa = _determinized(root, self.max_states, self.nfa_limit, self.ctx, start_ctx=key[1], start_lb=start_lb)
+            else:
+                dfa = self._shared(root, OTHER)
             if look.negated:
                 dfa = complement_bytes(dfa)
             self._ahead[key] = dfa if dfa.n_states else None
@@ -134,9 +137,24 @@ class _LookBodies:
                     raise InvalidExpr("a lookahead inside a lookbehind is not supported")
                 if isinstance(x, Anchor) and x.kind not in (BOS, BOL):
                     raise InvalidExpr("an end anchor ($, \\Z) inside a lookbehind is not supported")
-            dfa = _determinized(ir.Concat((_ANY_BYTES, look.body)), self.max_states, self.nfa_limit, self.ctx)
+            dfa = self._shared(ir.Concat((_ANY_BYTES, look.body)), AT_START)
             self._behind[look] = dfa if dfa.n_states else None
         return self._behind[look]
+
+    def _shared(self, root: ir.Concat, start_ctx: int) -> ByteDFA:
+        """The DFA of a body that reads no context, shared across compilations (``\\b``'s ``\\w`` recurs)."""
+        key = (root, start_ctx, self.max_states)
+        dfa = _BODY_CACHE.get(key)
+        if dfa is None:
+            dfa = _determinized(root, self.max_states, self.nfa_limit, self.ctx, start_ctx=start_ctx)
+            if len(_BODY_CACHE) >= _BODY_CACHE_SIZE:
+                _BODY_CACHE.clear()
+            _BODY_CACHE[key] = dfa
+        return dfa
+
+
+_BODY_CACHE: dict[tuple, ByteDFA] = {}
+_BODY_CACHE_SIZE = 256
 
 
 def complement_bytes(dfa: ByteDFA) -> ByteDFA:

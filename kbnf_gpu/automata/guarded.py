@@ -207,6 +207,7 @@ def determinize_guarded(
     ids = {first: 0}
     order = [first]
     rows: list[list[int]] = []
+    closure_memo: dict[tuple, frozenset] = {}
     i = 0
     while i < len(order):
         budget.tick("building a lookaround automaton")
@@ -230,7 +231,11 @@ def determinize_guarded(
         row = [-1] * k
         for c, ts in moves.items():
             nxt_lb = tuple(-1 if q < 0 else a.rows[q][c] for a, q in zip(lb_aux, lbvec))
-            target = (nxt_lb, closure(ts, AFTER_NL if c == nl else OTHER, nxt_lb))
+            key = (frozenset(ts), c == nl, nxt_lb)
+            closed = closure_memo.get(key)
+            if closed is None:
+                closed = closure_memo[key] = closure(ts, AFTER_NL if c == nl else OTHER, nxt_lb)
+            target = (nxt_lb, closed)
             j = ids.get(target)
             if j is None:
                 j = ids[target] = len(order)

@@ -90,7 +90,9 @@ def translate_regex(source: str, flags: str = "", *, strip_anchors: bool = True)
         except re.error as e:
             if not _re_msg(e).startswith("look-behind requires fixed-width"):  # ours need not be
                 raise RegexIssue(f"invalid regex: {_re_msg(e)}", where(e.pos)) from None
-        except (OverflowError, RecursionError, ValueError) as e:
+        except RecursionError:
+            raise RegexIssue("the regex nests groups too deeply for Python's regex parser", where(_deepest_group(rewritten))) from None
+        except (OverflowError, ValueError) as e:
             raise RegexIssue(f"invalid regex: {e}", None) from None
         try:
             spans = _Scanner(rewritten, bool(bits & re.VERBOSE)).removable_anchors(strip_anchors)
@@ -405,6 +407,31 @@ class _Scanner:
                 elif item.kind == "group" and item.node is not None:
                     q = item.node.quantified
                     self._walk(item.node, first and not q, last and not q, spans)
+
+
+def _deepest_group(source: str) -> int:
+    """Offset of the first ``(`` at the pattern's greatest group depth (escapes and classes skipped)."""
+    depth = best = at = 0
+    i, in_class = 0, False
+    while i < len(source):
+        c = source[i]
+        if c == "\\":
+            i += 2
+            continue
+        if in_class:
+            in_class = c != "]"
+        elif c == "[":
+            in_class = True
+            i += 1 + (source[i + 1 : i + 2] == "]")
+            continue
+        elif c == "(":
+            depth += 1
+            if depth > best:
+                best, at = depth, i
+        elif c == ")":
+            depth -= 1
+        i += 1
+    return at
 
 
 # -------------------------------------------------------------- the writer
