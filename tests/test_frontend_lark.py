@@ -658,3 +658,18 @@ def test_standard_grammars_pass_the_dialect_rewrite_unchanged(name: str) -> None
 
     text = DIFF_GRAMMARS[name][0]
     assert rewrite_dialect(text) == text
+
+
+@pytest.mark.parametrize(
+    "text, line, column, words",
+    [
+        ('start: foo-bar\nfoo-bar: "a" )\n', 2, None, "unexpected ')'"),  # a rewritten line: no column
+        ('start: "" B\nB: "b" ) \n', 2, 8, "unexpected ')'"),  # an untouched line keeps its column
+        ("start: other-rule\n", 1, None, "'other-rule' used but not defined"),
+    ],
+)
+def test_dialect_errors_point_into_the_grammar_as_written(text: str, line: int, column, words: str) -> None:
+    with pytest.raises(GrammarError) as info:
+        parse_lark(text)
+    assert (info.value.line, info.value.column) == (line, column)
+    assert words in str(info.value)

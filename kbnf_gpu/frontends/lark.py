@@ -132,18 +132,33 @@ class _Builder:
 
 def _compile(text: str, start: str) -> tuple[list[TerminalDef], list[Any], list[str]]:
     """lark's loader and EBNF→BNF compiler; lark's errors become GrammarError."""
+    rewritten = rewrite_dialect(text)
     try:
-        grammar, _files = load_grammar(rewrite_dialect(text), "<grammar>", [], False)
+        grammar, _files = load_grammar(rewritten, "<grammar>", [], False)
         return grammar.compile([mangle(start)], set())
     except GrammarError:
         raise
     except RecursionError:  # deep nesting inside a terminal definition (rules are hoisted, see _lark_dialect)
         raise GrammarError("a terminal definition is nested too deeply for python-lark's terminal resolver") from None
     except (lark_exc.LarkError, KeyError, AssertionError, OSError, ValueError, IndexError) as e:
-        error = _convert(e, text)
-        if demangle(error.reason) != error.reason:  # a dialect name with '-' in lark's message
-            error = GrammarError(demangle(error.reason), line=error.line, column=error.column)
+        error = _convert(e, rewritten)
+        if rewritten != text:
+            raise _in_original(error, text, rewritten) from None
         raise error from None
+
+
+def _in_original(error: GrammarError, text: str, rewritten: str) -> GrammarError:
+    """An error found in the dialect rewrite, placed in the grammar as written.
+
+    The rewrite keeps every line where it was (hoisted rules come after the
+    last); a column is kept only on a line the rewrite left unchanged.
+    """
+    lines, new_lines = text.split("\n"), rewritten.split("\n")
+    line, column = error.line, error.column
+    if line is not None and (line > len(lines) or lines[line - 1] != new_lines[line - 1]):
+        column = None
+        line = line if line <= len(lines) else None
+    return GrammarError(demangle(error.reason), line=line, column=column)
 
 
 def _convert(e: BaseException, text: str) -> GrammarError:
