@@ -143,18 +143,27 @@ class _LookBodies:
 
     def _shared(self, root: ir.Concat, start_ctx: int) -> ByteDFA:
         """The DFA of a body that reads no context, shared across compilations (``\\b``'s ``\\w`` recurs)."""
-        key = (root, start_ctx, self.max_states)
-        dfa = _BODY_CACHE.get(key)
-        if dfa is None:
-            dfa = _determinized(root, self.max_states, self.nfa_limit, self.ctx, start_ctx=start_ctx)
-            if len(_BODY_CACHE) >= _BODY_CACHE_SIZE:
-                _BODY_CACHE.clear()
-            _BODY_CACHE[key] = dfa
-        return dfa
+        return _memo(
+            _BODY_CACHE,
+            _BODY_CACHE_SIZE,
+            (root, start_ctx, self.max_states),
+            lambda: _determinized(root, self.max_states, self.nfa_limit, self.ctx, start_ctx=start_ctx),
+        )
 
 
 _BODY_CACHE: dict[tuple, ByteDFA] = {}
 _BODY_CACHE_SIZE = 256
+
+
+def _memo(cache: dict, size: int, key, make):
+    """``cache[key]``, made by ``make()`` when missing; the cache is emptied when it holds ``size`` entries."""
+    hit = cache.get(key)
+    if hit is None:
+        hit = make()
+        if len(cache) >= size:
+            cache.clear()
+        cache[key] = hit
+    return hit
 
 
 def complement_bytes(dfa: ByteDFA) -> ByteDFA:
@@ -242,18 +251,10 @@ def build_dfa(terminal: ir.Terminal, *, max_states: int = DEFAULT_MAX_STATES) ->
     Raises ``DFATooLarge`` past ``max_states`` and ``GrammarError`` for a bad
     or unsupported regex. The empty language is returned, not raised.
     """
-    flat = isinstance(terminal.expr, (ir.Pattern, ir.Literal))  # cheap to hash
-    if flat:
+    if isinstance(terminal.expr, (ir.Pattern, ir.Literal)):  # cheap to hash
         key = (terminal.expr, terminal.kind, max_states)
-        hit = _FLAT_CACHE.get(key)
-        if hit is not None:
-            return hit
-    dfa = _build_terminal(terminal, max_states)
-    if flat:
-        if len(_FLAT_CACHE) >= _FLAT_CACHE_SIZE:
-            _FLAT_CACHE.clear()
-        _FLAT_CACHE[key] = dfa
-    return dfa
+        return _memo(_FLAT_CACHE, _FLAT_CACHE_SIZE, key, lambda: _build_terminal(terminal, max_states))
+    return _build_terminal(terminal, max_states)
 
 
 # Terminals written as one regex or literal recur (every string field of a
