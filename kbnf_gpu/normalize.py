@@ -86,6 +86,7 @@ class _Builder:
         self.config = config
         self.names: list[str] = []
         self.index: dict[str, int] = {}
+        self.expanded = 0  # symbols added by counted repetition (checked against max_expansion)
         self.rules: list[tuple[int, tuple[int, ...]]] = []
         self.terminals: list[ir.Terminal] = []
         self.terminal_index: dict[ir.Terminal, int] = {}
@@ -105,6 +106,8 @@ class _Builder:
     def terminal(self, term: ir.Terminal) -> int:
         t = self.terminal_index.get(term)
         if t is None:
+            current_budget().check("max_terminals", len(self.terminals) + 1, "distinct terminals",
+                                   **_where(term))
             dfa = build_dfa(term, max_states=self.config.max_dfa_states)
             t = len(self.terminals)
             self.terminal_index[term] = t
@@ -164,6 +167,12 @@ class _Builder:
             lo, hi = expr.min, expr.max
             if lo < 0 or (hi is not None and hi < lo):
                 raise GrammarError(f"bad repetition bounds {{{lo},{hi}}}", rule=owner)
+            budget = current_budget()
+            grows = lo + 2 * (hi - lo if hi is not None else 1)  # symbols and rules this repetition adds
+            budget.check("max_expansion", self.expanded + grows, f"repetition {{{lo},{hi}}}", rule=owner)
+            budget.check("max_rules", len(self.rules) + 1 + (hi - lo if hi is not None else 1),
+                         f"repetition {{{lo},{hi}}}", rule=owner)
+            self.expanded += grows
             item = self.symbol(expr.item, owner)
             prefix = (item,) * lo
             if hi is None:
@@ -315,6 +324,7 @@ class _Builder:
                     self.rules.append((nt, alt))
                 while self.pending:
                     self.expand_helper(*self.pending.pop())
+                current_budget().check("max_rules", len(self.rules), "BNF rules", rule=rule.name)
             except DFATooLarge:
                 raise
             except GrammarError as err:
@@ -325,6 +335,11 @@ class _Builder:
 
 
 MAX_RUN = 16  # terminals fused into one run at most
+
+
+def _where(term: ir.Terminal) -> dict:
+    span = term.span
+    return {} if span is None else {"line": span.line, "column": span.column}
 UNION_PARTS_FACTOR = 64  # a union is tried while its parts have at most this many times the fusion limit's states
 
 

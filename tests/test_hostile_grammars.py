@@ -71,3 +71,18 @@ def test_long_bounded_repetition_of_a_recursive_rule(llama3_vocab, eager):
     assert m.allowed_token_ids().tolist() == compiled.reference_allowed_ids(m.state).tolist()
     m.accept_bytes(b"b")
     assert m.is_accepting()
+
+
+@pytest.mark.parametrize("source, limit, config", [
+    ('root ::= x{0,100000}\nx ::= "(" x ")" | "a"', "max_rules", {}),
+    ('root ::= x{0,3000}\nx ::= "(" x ")" | "a"', "max_expansion", {"max_expansion": 5000}),
+    ("root ::= " + " ".join(f"x{i}" for i in range(30)) + "\n"
+     + "\n".join(f'x{i} ::= "(" x{i} ")" | "a{i}"' for i in range(30)), "max_terminals", {"max_terminals": 10}),
+])
+def test_structural_limits_fail_fast_naming_the_limit(source, limit, config):
+    from kbnf_gpu import CompileConfig, Vocabulary
+    from kbnf_gpu.errors import CompileBudgetExceeded
+
+    with pytest.raises(CompileBudgetExceeded) as info:
+        compile_grammar(source, Vocabulary({0: b"a", 1: b"("}), "gbnf", config=CompileConfig(**config))
+    assert info.value.limit == limit and "rule '" in str(info.value)
