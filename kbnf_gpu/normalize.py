@@ -87,6 +87,7 @@ class _Builder:
         self.names: list[str] = []
         self.index: dict[str, int] = {}
         self.expanded = 0  # symbols added by counted repetition (checked against max_expansion)
+        self.fusion_work = RULE_FUSION_BUILDS  # DFA constructions left to rule fusion
         self.rules: list[tuple[int, tuple[int, ...]]] = []
         self.terminals: list[ir.Terminal] = []
         self.terminal_index: dict[ir.Terminal, int] = {}
@@ -240,7 +241,8 @@ class _Builder:
             # is often far smaller than its parts (300 one-character alternatives: 3 states), and the
             # subset construction stops at ``limit`` states, so it may try from larger parts.
             budget = (UNION_PARTS_FACTOR if isinstance(expr, ir.Choice) else 4) * limit
-            if regular and sum(p.n_states for p in parts) <= budget:
+            if regular and sum(p.n_states for p in parts) <= budget and self.fusion_work > 0:
+                self.fusion_work -= 1
                 try:
                     if isinstance(expr, ir.Sequence):
                         dfa = dfa_concat(parts, max_states=limit) if parts else dfa_literal(b"")
@@ -335,6 +337,12 @@ class _Builder:
 
 
 MAX_RUN = 16  # terminals fused into one run at most
+# Run fusion builds at most this many concatenated DFAs per grammar (a few ms each): the punctuation of a
+# JSON grammar needs a dozen; a large JSON Schema (one run per property) would otherwise spend seconds here.
+RUN_FUSION_CONCATS = 64
+# Rule fusion builds at most this many DFAs per grammar: a GBNF grammar's char-level rules need tens; a large
+# JSON Schema's objects would otherwise try hundreds that rarely pay (its lexemes are already whole strings).
+RULE_FUSION_BUILDS = 256
 
 
 def _where(term: ir.Terminal) -> dict:
@@ -357,6 +365,7 @@ def _fuse_terminal_runs(b: _Builder, rules: list[tuple[int, tuple[int, ...]]]) -
     """
     limit = b.config.fuse_max_states
     memo: dict[tuple[int, int], int | None] = {}
+    automaton_work = [RUN_FUSION_CONCATS]  # concatenations left to build (literal pairs are free)
 
     def fused(left: int, right: int) -> int | None:
         """The terminal of ``left`` then ``right`` (``left`` may itself be a fused run), or None past the limit."""
@@ -369,7 +378,8 @@ def _fuse_terminal_runs(b: _Builder, rules: list[tuple[int, tuple[int, ...]]]) -
                 return memo[key]
             a, c = b.dfas[left], b.dfas[right]
             dfa = None
-            if a.n_states + c.n_states <= 4 * limit:
+            if a.n_states + c.n_states <= 4 * limit and automaton_work[0] > 0:
+                automaton_work[0] -= 1
                 try:
                     dfa = dfa_concat((a, c), max_states=limit)
                 except DFATooLarge:

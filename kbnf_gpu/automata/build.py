@@ -342,14 +342,39 @@ def dfa_literal_union(values: Sequence[bytes], *, max_states: int = DEFAULT_MAX_
 
 def dfa_concat(parts: Sequence[ByteDFA], *, max_states: int = DEFAULT_MAX_STATES) -> ByteDFA:
     """Concatenation of the parts' languages (no parts: the empty string)."""
-    return _compile(ir.Concat(tuple(DFALeaf(p) for p in parts)), max_states, _Context("dfa_concat"))
+    return _combined("dfa_concat", tuple(parts), (), max_states,
+                     lambda: ir.Concat(tuple(DFALeaf(p) for p in parts)))
 
 
 def dfa_union(options: Sequence[ByteDFA], *, max_states: int = DEFAULT_MAX_STATES) -> ByteDFA:
     """Union of the options' languages (no options: the empty language)."""
-    return _compile(ir.Alternation(tuple(DFALeaf(o) for o in options)), max_states, _Context("dfa_union"))
+    return _combined("dfa_union", tuple(options), (), max_states,
+                     lambda: ir.Alternation(tuple(DFALeaf(o) for o in options)))
 
 
 def dfa_repeat(item: ByteDFA, min: int, max: int | None, *, max_states: int = DEFAULT_MAX_STATES) -> ByteDFA:
     """``item`` repeated ``min`` to ``max`` times (``max=None``: unbounded)."""
-    return _compile(ir.Repeat(DFALeaf(item), min, max), max_states, _Context("dfa_repeat"))
+    return _combined("dfa_repeat", (item,), (min, max), max_states, lambda: ir.Repeat(DFALeaf(item), min, max))
+
+
+# The same combinations recur across grammars (every JSON Schema fuses its keys
+# with the same whitespace-and-colon, its values with the same comma): results
+# (and refusals) keyed by the parts' fingerprints, bounded.
+_COMBINED_CACHE: dict[tuple, ByteDFA | DFATooLarge] = {}
+_COMBINED_CACHE_SIZE = 4096
+
+
+def _combined(op: str, parts: tuple[ByteDFA, ...], params: tuple, max_states: int, expr) -> ByteDFA:
+    key = (op, tuple(p.fingerprint for p in parts), params, max_states)
+    hit = _COMBINED_CACHE.get(key)
+    if hit is None:
+        try:
+            hit = _compile(expr(), max_states, _Context(op))
+        except DFATooLarge as err:
+            hit = err
+        if len(_COMBINED_CACHE) >= _COMBINED_CACHE_SIZE:
+            _COMBINED_CACHE.clear()
+        _COMBINED_CACHE[key] = hit
+    if isinstance(hit, DFATooLarge):
+        raise DFATooLarge(*hit.args)
+    return hit
