@@ -102,6 +102,7 @@ import json
 from collections.abc import Mapping
 from typing import Optional, Union
 
+from ...budget import compile_budget
 from ...errors import GrammarError
 from ...ir import Grammar
 from ._builder import Builder
@@ -152,9 +153,10 @@ def parse_json_schema(
     registry = check_registry(registry)
     if not isinstance(schema, (dict, bool)):
         raise GrammarError(f"a schema must be an object or a boolean, got {type(schema).__name__}")
-    doc = Document(schema, strict, registry)
-    layout = Layout(whitespace, max_whitespace, indent)
-    grammar = Builder(doc, layout, any_order).build()
+    with compile_budget():  # the caller's, or the default limits when called on its own
+        doc = Document(schema, strict, registry)
+        layout = Layout(whitespace, max_whitespace, indent)
+        grammar = Builder(doc, layout, any_order).build()
     if source:
         grammar = Grammar(grammar.rules, grammar.start, grammar.syntax, grammar.end_mode, source)
     return grammar

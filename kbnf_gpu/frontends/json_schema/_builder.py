@@ -6,20 +6,22 @@ so deep and recursive schemas are fine; a recursive ``$ref`` becomes an
 """
 from __future__ import annotations
 
+import json
 import re
 from collections import deque
+from contextlib import contextmanager
 from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
-from typing import Any, Optional
+from typing import Any, Iterator, Optional
 
 from ... import ir
 from ...budget import current_budget
 from ...errors import GrammarError
 from . import _charset as cs
-from ._document import Document, child
+from ._document import Document, child, located
 from ._fsm import TooLarge, combine
 from ._layout import Layout
 from ._long_strings import MAX_COUNT_RANGE, STRING_CHUNK, counted_string, threaded_string
-from ._merge import Atom, Merged, Unsatisfiable, tighter_hi, tighter_lo, expand, first_choice, merge
+from ._merge import Atom, Merged, Unsatisfiable, choice_product, expand, first_choice, merge, tighter_hi, tighter_lo
 from ._objects import Member, TooManyStates, object_expr
 from ._oneof import disjoint, exclusive
 from ._pattern import PatternError, pattern_language, search
@@ -32,9 +34,10 @@ from .formats import FORMATS, INTEGER_FORMATS, UNSUPPORTED_FORMATS, format_langu
 from .numbers import decimal_range, integer_range, multiple_of_regex
 
 MAX_INDENT_UNROLL = 16  # indent layout: instances of one subschema at distinct depths
-MAX_RULES = 50_000
 MAX_PATTERN_PROPERTIES = 6
 MAX_ENUMERATED_MULTIPLES = 256
+MAX_MODULUS_STATES = 12  # multipleOf k (not dividing a power of ten) as an automaton: k up to this
+SMALL_COUNT = 32  # counted repetitions up to this are left to ``normalize`` to unroll
 
 ANY_CHAR = cc(cs.ANY)
 
@@ -62,6 +65,7 @@ class Builder:
         self._flat: set[str] = set()  # rules whose containers are cut off (indent depth limit)
         self.queue: deque[tuple[str, tuple[Atom, ...], int]] = deque()
         self._terms: dict[ir.RegExpr, ir.Terminal] = {}
+        self._times: dict[tuple[ir.Expr, int], str] = {}
 
     # ------------------------------------------------------------ helpers
 
@@ -88,11 +92,32 @@ class Builder:
         return name
 
     def add_rule(self, name: str, alts: list[ir.Expr]) -> None:
-        if len(self.rules) >= MAX_RULES:
-            raise GrammarError(f"schema too large: more than {MAX_RULES} grammar rules")
+        if len(self.rules) % 1024 == 0:
+            current_budget().check("max_rules", len(self.rules), "grammar rules of the schema")
         assert name not in self.rules, name
         self.rule_names.add(name)
         self.rules[name] = alts[0] if len(alts) == 1 else ir.Choice(tuple(alts))  # () = nothing
+
+    def counted(self, item: ir.Expr, lo: int, hi: Optional[int], base: str) -> ir.Expr:
+        """``item`` ``lo`` to ``hi`` times; a large ``lo`` costs O(log lo) rules (see ``times``)."""
+        if lo <= SMALL_COUNT:
+            return ir.Repetition(item, lo, hi)
+        rest = None if hi is None else hi - lo
+        if rest == 0:
+            return self.times(item, lo, base)
+        return ir.Sequence((self.times(item, lo, base), ir.Repetition(item, 0, rest)))
+
+    def times(self, item: ir.Expr, n: int, base: str) -> ir.Expr:
+        """``item`` exactly ``n`` times by doubling (``X_2k ::= X_k X_k``): ``minLength: 1e18`` is
+        60 rules, never ``n`` copies, and a parser walks it with one item per level."""
+        if n <= SMALL_COUNT:
+            return ir.Repetition(item, n, n)
+        name = self._times.get((item, n))
+        if name is None:
+            half = self.times(item, n // 2, base)
+            name = self._times[(item, n)] = self.fresh(f"{base}_x{n}"[:60])
+            self.add_rule(name, [ir.Sequence((half, half, item) if n % 2 else (half, half))])
+        return ir.Ref(name)
 
     def child_depth(self, depth: int) -> int:
         """Nesting depth of a member/element (only the indent layout depends on it)."""
@@ -124,11 +149,13 @@ class Builder:
 
     def build(self) -> ir.Grammar:
         budget = current_budget()
-        root = self.value_rule((("", frozenset()),), 0)
+        with self._located("/"):
+            root = self.value_rule((("", frozenset()),), 0)
         while self.queue:
-            budget.tick("building the JSON Schema grammar")
             name, atoms, depth = self.queue.popleft()
-            self.add_rule(name, self._body(name, atoms, depth))
+            with self._located(self.doc.show(atoms[0][0]) if atoms else "/"):
+                budget.tick("building the JSON Schema grammar")
+                self.add_rule(name, self._body(name, atoms, depth))
         if root is None:
             raise GrammarError("the schema is unsatisfiable (false): no JSON value matches it")
         items: list[ir.Expr] = [ir.Ref(root)]
@@ -138,10 +165,30 @@ class Builder:
         self.rules["root"] = items[0] if len(items) == 1 else ir.Sequence(tuple(items))
         return prune(self.rules)
 
+    @contextmanager
+    def _located(self, where: str) -> Iterator[None]:
+        """Errors while building the subschema at ``where`` name it: a library error
+        without a place gets this one, and a raw Python error from a malformed
+        schema (a keyword of the wrong type) becomes a ``GrammarError``."""
+        try:
+            yield
+        except GrammarError as e:
+            if e.pointer is None:
+                e.pointer = where
+                e.args = (f"{e.args[0]} at '{where}'" if e.args else f"at '{where}'", *e.args[1:])
+            raise
+        except (TypeError, AttributeError, KeyError, IndexError, ValueError, OverflowError, UnicodeError,
+                RecursionError, ZeroDivisionError) as e:
+            raise located(GrammarError(f"malformed or unsupported schema ({type(e).__name__}: {e}) at '{where}'"),
+                          where) from None
+
     def _body(self, name: str, atoms: tuple[Atom, ...], depth: int) -> list[ir.Expr]:
         choice = first_choice(self.doc, atoms)
         if choice is not None:
             i, kw, n = choice
+            # distributing every anyOf/oneOf of a conjunction makes the product of their widths in rules
+            current_budget().check("max_schema_branches", choice_product(self.doc, atoms),
+                                   "combinations of anyOf/oneOf branches", pointer=self.doc.show(child(atoms[i][0], kw)))
             ptr, skip = atoms[i]
             alts: list[ir.Expr] = []
             branches = [atoms[:i] + ((ptr, skip | {kw}), (child(ptr, kw, k), frozenset())) + atoms[i + 1:]
@@ -200,12 +247,29 @@ class Builder:
             if k in seen:
                 continue
             seen.add(k)
+            if not _writable(v):
+                self.doc.problem("an enum/const value with a lone surrogate cannot be generated", m.enums[0][1])
+                continue
             if all(self.validator.valid(v, p, s | {"enum", "const"}) for p, s in m.atoms):
                 kept.append(v)
         if not kept:
             return []
-        rx = alt(*(self.layout.value(v, depth) for v in kept))
-        return [self.term(rx, "enum")]
+        # a terminal's automaton grows with the text of its values: estimate, then cut into terminals that fit
+        budget = current_budget()
+        room = max(1, budget.config.max_dfa_states // 2)
+        where = self.doc.show(m.enums[0][1])
+        batches: list[list[Any]] = [[]]
+        size = 0
+        for v in kept:
+            n = len(json.dumps(v))
+            budget.check("max_dfa_states", n, "automaton states of one enum/const value (its length)", pointer=where)
+            if size + n > room and batches[-1]:
+                batches.append([])
+                size = 0
+            batches[-1].append(v)
+            size += n
+        budget.check("max_terminals", len(batches), "terminals for the enum/const values", pointer=where)
+        return [self.term(alt(*(self.layout.value(v, depth) for v in batch)), "enum") for batch in batches]
 
     # ------------------------------------------------------------ numbers
 
@@ -241,10 +305,15 @@ class Builder:
         if ilo is not None and ihi is not None and (ihi - ilo) // k <= MAX_ENUMERATED_MULTIPLES:
             first = -((-ilo) // k) * k
             return self.term(alt(*(lit(str(n)) for n in range(first, ihi + 1, k))), "integer")
-        if k > 1000:
+        if k > 1000 or (k > MAX_MODULUS_STATES and not _divides_power_of_ten(k)):
+            # a residue automaton of k states in a loop: its regular expression grows exponentially in k
             self.doc.problem(f"'multipleOf' {k} on an unbounded range is unsupported", m.multiple_of[0][1])
             return integer_terminal(ilo, ihi)
-        return self.term(combine(integer_range(ilo, ihi), [multiple_of_regex(k)]), "integer")
+        try:
+            return self.term(combine(integer_range(ilo, ihi), [multiple_of_regex(k)]), "integer")
+        except TooLarge:
+            self.doc.problem(f"'multipleOf' {k} on this range is too complex to enforce exactly", m.multiple_of[0][1])
+            return integer_terminal(ilo, ihi)
 
     # ------------------------------------------------------------ strings
 
@@ -352,7 +421,7 @@ class Builder:
                 more_hi = None if hi is None else hi - i
                 if more_hi == 0:
                     return ir.EMPTY
-                return ir.Repetition(ir.Sequence((comma, ir.Ref(elem(i)))), more_lo, more_hi)
+                return self.counted(ir.Sequence((comma, ir.Ref(elem(i)))), more_lo, more_hi, f"{base}_items")
             if i not in tail_names:
                 tail_names[i] = self.fresh(f"{base}_items{i}")
             return ir.Ref(tail_names[i])
@@ -388,6 +457,11 @@ class Builder:
         required = set(m.required)
         props: list[Member] = []
         for k in declared:
+            if not _writable(k):
+                self.doc.problem(f"property name {k!r} has a lone surrogate and cannot be generated", m.where)
+                if k in required:
+                    return None
+                continue
             if not all(o.names is None or self.validator.valid(k, o.names) for o in parts):
                 if k in required:
                     return None
@@ -448,6 +522,11 @@ class Builder:
             if value is None:
                 continue
             if simple:
+                if _trie_size(declared) > current_budget().config.max_dfa_states // 2:
+                    where = m.objects[0].pointer if m.objects else m.where
+                    self.doc.warn(f"member keys at '{self.doc.show(where)}' outside the {len(declared)} declared "
+                                  "names are too many to describe; no additional member is generated")
+                    continue
                 out.append(Member(self.layout.other_key(tuple(sorted(set(declared)))), value))
                 continue
             if declared and not words:
@@ -502,6 +581,28 @@ def _safe_search(src: str, key: str) -> bool:
         return search(src, key)
     except PatternError:
         return False  # reported where the pattern's key region is built
+
+
+def _trie_size(names: list[str]) -> int:
+    """Nodes of the trie of ``names`` (UTF-8): what the automaton of the keys outside them grows with."""
+    return len({name.encode("utf-8", "surrogatepass")[:i] for name in names for i in range(1, len(name.encode("utf-8", "surrogatepass")) + 1)})
+
+
+def _writable(v: Any) -> bool:
+    """Can ``v`` be written as UTF-8 JSON without a lone surrogate escape (which the grammar never produces)?"""
+    try:
+        json.dumps(v, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _divides_power_of_ten(k: int) -> bool:
+    """Divisibility by ``k`` is decided by the last few digits (``k = 2**a * 5**b``)."""
+    for p in (2, 5):
+        while k % p == 0:
+            k //= p
+    return k == 1
 
 
 def _lcm(a: int, b: int) -> int:

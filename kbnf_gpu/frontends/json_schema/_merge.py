@@ -10,6 +10,7 @@ terminate.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Optional
@@ -135,9 +136,22 @@ def first_choice(doc: Document, atoms: tuple[Atom, ...]) -> Optional[tuple[int, 
     return None
 
 
+def choice_product(doc: Document, atoms: tuple[Atom, ...]) -> int:
+    """The number of branch combinations of every ``anyOf``/``oneOf`` left in a conjunction."""
+    product = 1
+    for ptr, skip in atoms:
+        sch = doc.resolve(ptr)
+        for kw in ("anyOf", "oneOf"):
+            if kw in sch and kw not in skip and isinstance(sch[kw], list):
+                product *= max(1, len(sch[kw]))
+    return product
+
+
 def _num(doc: Document, v: Any, ptr: str) -> Decimal:
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         raise doc.fail("expected a number", ptr)
+    if isinstance(v, float) and not math.isfinite(v):
+        raise doc.fail(f"expected a finite number, got {v}", ptr)
     return Decimal(v) if isinstance(v, int) else Decimal(repr(v))
 
 
@@ -264,8 +278,10 @@ def merge(doc: Document, atoms: tuple[Atom, ...]) -> Merged:
             elif kw == "required":
                 if not isinstance(arg, list) or not all(isinstance(x, str) for x in arg):
                     raise doc.fail("'required' must be an array of strings", at)
+                known = set(m.required)
                 for name in arg:
-                    if name not in m.required:
+                    if name not in known:
+                        known.add(name)
                         m.required.append(name)
             elif kw == "minProperties":
                 m.min_props = max(m.min_props, _count(doc, arg, at))
