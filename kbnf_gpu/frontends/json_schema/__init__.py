@@ -66,9 +66,12 @@ Approximate, but sound (every accepted text is valid):
   leaves every declared name: its automaton stays the size of the names' trie
   (``_keys``);
 * ``type: integer`` is plain integers (no ``1.0``, no ``-0``); number bounds
-  are exact in plain decimal notation, exponents only where they provably stay
-  in range (``numbers``); a number with an integer ``multipleOf`` is written
-  as an integer;
+  are exact in plain decimal notation, for every spelling of zero (``-0.0``)
+  and for exponents from -10 to 10 (``1e-9``, ``1E+2``, ``0.5e1``); larger
+  exponents only where they provably stay in range (``numbers``); a number
+  with an integer ``multipleOf`` is written as an integer; ``multipleOf`` k
+  on an unbounded range is exact for k <= 12 and for k = 2**a * 5**b, else
+  refused (``strict``) or dropped with a warning;
 * ``any_order=True`` is exact for up to 8 declared properties; beyond, order
   is free within consecutive blocks of 8 (a warning says so). Additional
   members come after the declared ones in schema order, and anywhere with
@@ -82,6 +85,14 @@ property), after ``null``/booleans that several branches accept outright are
 dropped from all of them (exact: such a value can match no single branch); ``uniqueItems`` is not enforced; JSON objects with a repeated
 *additional* key (which a parser collapses) can slip past
 ``minProperties``. Declared keys can never repeat.
+
+Hostile input (#13): counted repetitions (``minLength``, ``minItems``) of any
+size cost O(log n) rules (doubling); the combinations of ``anyOf``/``oneOf``
+branches of a subschema are limited by ``CompileConfig.max_schema_branches``,
+one enum/const value by ``max_dfa_states`` (values are cut into several
+terminals past half of it), the whole build by ``time_budget_s``; lone
+surrogates in names or values, non-finite numbers and keywords of the wrong
+type are ``GrammarError``s with the JSON pointer (``error.pointer``).
 
 Unsupported keywords (``not``, ``if``, ``dependentRequired``,
 ``dependentSchemas``, ``dependencies``, ``contains``, ``unevaluated*``,
