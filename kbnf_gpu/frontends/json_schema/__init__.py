@@ -98,8 +98,7 @@ Unsupported keywords (``not``, ``if``, ``dependentRequired``,
 ``dependentSchemas``, ``dependencies``, ``contains``, ``unevaluated*``,
 ``$dynamicRef``, non-integer ``multipleOf``, a ``$ref`` to a document not in
 the registry, the
-``idn-*``/``iri*``/``uri-reference``/``uri-template``/``regex``/
-``relative-json-pointer`` formats, unsupported regex syntax) raise
+``idn-email``/``idn-hostname``/``regex`` formats, unsupported regex syntax) raise
 ``GrammarError`` naming the keyword and its JSON pointer
 (``"unsupported keyword 'not' at '/properties/a/not'"``); with
 ``strict=False`` they are ignored with a ``JsonSchemaWarning``. Unknown

@@ -18,7 +18,12 @@ what python ``jsonschema``'s format checker accepts:
 * ``ipv4``: dotted quad without leading zeros; ``ipv6``: RFC 4291 text forms
   (with an embedded IPv4 tail, no zone id).
 * ``uri``: RFC 3986 ``URI`` without IP-literal hosts (``[...]``).
-* ``json-pointer``: RFC 6901.
+* ``uri-reference``: RFC 3986 ``URI-reference``; ``iri``/``iri-reference``:
+  RFC 3987 (``ucschar``, ``iprivate`` in queries); no IP-literal hosts.
+* ``uri-template``: RFC 6570 (levels 1-4).
+* ``json-pointer``: RFC 6901; ``relative-json-pointer``: its draft-handrews
+  form (a non-negative integer, then ``#`` or a JSON pointer), integers as
+  python ``jsonschema`` checks them (no digit after a ``0``: ``100`` fails there).
 * ``byte`` (OpenAPI): base64 (RFC 4648 alphabet, ``=`` padding to a multiple of 4).
 
 OpenAPI's numeric formats bound numbers: ``int8``...``int64`` and
@@ -27,8 +32,8 @@ OpenAPI's numeric formats bound numbers: ``int8``...``int64`` and
 ``float``, ``double`` and the string formats ``binary`` and ``password``
 constrain nothing a JSON text can show and are annotations.
 
-The other standard formats (``idn-*``, ``iri*``, ``uri-reference``,
-``uri-template``, ``relative-json-pointer``, ``regex``) are unsupported;
+The other standard formats (``idn-email``, ``idn-hostname``, ``regex``: the
+strings Python's ``re`` compiles are not a regular language) are unsupported;
 non-standard names are annotations and ignored (the validator ignores them
 too).
 """
@@ -109,7 +114,35 @@ _HIER = (
 )
 _QUERY = rf"(?:{_PCHAR}|[/?])*"
 URI = rf"[A-Za-z][A-Za-z0-9+.\-]*:{_HIER}(?:\?{_QUERY})?(?:#{_QUERY})?"
+
+
+def _uri_reference(unreserved: str, private: str = "") -> tuple[str, str]:
+    """RFC 3986 ``URI`` and ``URI-reference`` (RFC 3987 ``IRI``/``IRI-reference`` with ``ucschar``s
+    added to ``unreserved`` and ``iprivate`` to the query), without IP-literal hosts."""
+    pchar = rf"(?:[{unreserved}{_SUBDELIMS}:@]|{_PCT})"
+    nc = rf"(?:[{unreserved}{_SUBDELIMS}@]|{_PCT})"  # no colon: a first relative segment is not a scheme
+    userinfo = rf"(?:[{unreserved}{_SUBDELIMS}:]|{_PCT})*"
+    authority = rf"(?:{userinfo}@)?(?:[{unreserved}{_SUBDELIMS}]|{_PCT})*(?::[0-9]*)?"
+    query = rf"(?:{pchar}|[/?{private}])*"
+    fragment = rf"(?:{pchar}|[/?])*"
+    tail = rf"(?:\?{query})?(?:#{fragment})?"
+    hier = rf"(?://{authority}(?:/{pchar}*)*|/(?:{pchar}+(?:/{pchar}*)*)?|{pchar}+(?:/{pchar}*)*|)"
+    relative = rf"(?://{authority}(?:/{pchar}*)*|/(?:{pchar}+(?:/{pchar}*)*)?|{nc}+(?:/{pchar}*)*|)"
+    absolute = rf"[A-Za-z][A-Za-z0-9+.\-]*:{hier}{tail}"
+    return absolute, rf"(?:{absolute}|{relative}{tail})"
+
+
+_UCSCHAR = r"\u00A0-\uD7FF\uF900-\uFDCF\uFDF0-\uFFEF"
+_IPRIVATE = r"\uE000-\uF8FF"
+_, URI_REFERENCE = _uri_reference(_UNRESERVED)
+IRI, IRI_REFERENCE = _uri_reference(_UNRESERVED + _UCSCHAR, _IPRIVATE)
 JSON_POINTER = r"(?:/(?:[^~/]|~[01])*)*"
+# python jsonschema rejects a digit after any 0 of the integer ("100"): the accepted integers are kept sound
+RELATIVE_JSON_POINTER = rf"(?:0|[1-9]+0?)(?:#|{JSON_POINTER})"
+_VARCHAR = rf"(?:[A-Za-z0-9_]|{_PCT})"
+_VARSPEC = rf"{_VARCHAR}(?:\.?{_VARCHAR})*(?::[1-9][0-9]{{0,3}}|\*)?"
+_TEMPLATE_LITERAL = r"[^\x00-\x20\x7F\"'%<>\\^`{|}]"
+URI_TEMPLATE = rf"(?:{_TEMPLATE_LITERAL}|{_PCT}|\{{[+#./;?&=,!@|]?{_VARSPEC}(?:,{_VARSPEC})*\}})*"
 _B64 = r"[A-Za-z0-9+/]"
 BASE64 = rf"(?:{_B64}{{4}})*(?:{_B64}{{2}}==|{_B64}{{3}}=)?"
 
@@ -124,7 +157,12 @@ FORMATS: dict[str, str] = {
     "ipv4": IPV4,
     "ipv6": IPV6,
     "uri": URI,
+    "uri-reference": URI_REFERENCE,
+    "iri": IRI,
+    "iri-reference": IRI_REFERENCE,
+    "uri-template": URI_TEMPLATE,
     "json-pointer": JSON_POINTER,
+    "relative-json-pointer": RELATIVE_JSON_POINTER,
     "byte": BASE64,
 }
 
@@ -137,11 +175,6 @@ UNSUPPORTED_FORMATS = frozenset(
     {
         "idn-email",
         "idn-hostname",
-        "iri",
-        "iri-reference",
-        "uri-reference",
-        "uri-template",
-        "relative-json-pointer",
         "regex",
     }
 )
