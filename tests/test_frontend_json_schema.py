@@ -429,7 +429,7 @@ UNSUPPORTED_CASES = [
     ({"items": {"if": {"type": "string"}, "then": {}}}, "/items/if"),
     ({"$defs": {"x~/y": {"contains": {}}}, "$ref": "#/$defs/x~0~1y"}, "/$defs/x~0~1y/contains"),
     ({"type": "object", "dependentRequired": {"a": ["b"]}}, "/dependentRequired"),
-    ({"type": "object", "unevaluatedProperties": False}, "/unevaluatedProperties"),
+    ({"type": "object", "unevaluatedProperties": {"type": "integer"}}, "/unevaluatedProperties"),
     ({"anyOf": [{"type": "string", "format": "idn-hostname"}]}, "/anyOf/0/format"),
     ({"properties": {"p": {"type": "string", "pattern": "(?=x)y"}}}, "/properties/p/pattern"),
     ({"type": "number", "multipleOf": 0.01}, "/multipleOf"),

@@ -47,7 +47,10 @@ property order described below):
   %-escapes), ``#anchor``, ``$id``-relative URIs and other documents of the
   registry; draft <= 7 (the root's ``$schema``, as ``jsonschema`` decides)
   ignores siblings of ``$ref`` as the spec says;
-* ``allOf`` (a true conjunction, not a merge heuristic), ``anyOf``.
+* ``allOf`` (a true conjunction, not a merge heuristic), ``anyOf``;
+* ``unevaluatedProperties: false`` (members evaluated by the subschema, its
+  ``$ref``s and ``allOf``s; members only an ``anyOf``/``oneOf`` branch
+  evaluates are refused: sound, not complete there).
 
 Approximate, but sound (every accepted text is valid):
 
@@ -95,7 +98,8 @@ surrogates in names or values, non-finite numbers and keywords of the wrong
 type are ``GrammarError``s with the JSON pointer (``error.pointer``).
 
 Unsupported keywords (``not``, ``if``, ``dependentRequired``,
-``dependentSchemas``, ``dependencies``, ``contains``, ``unevaluated*``,
+``dependentSchemas``, ``dependencies``, ``contains``, ``unevaluatedItems``,
+``unevaluatedProperties`` other than ``false``,
 ``$dynamicRef``, non-integer ``multipleOf``, a ``$ref`` to a document not in
 the registry, the
 ``idn-email``/``idn-hostname``/``regex`` formats, unsupported regex syntax) raise

@@ -455,8 +455,14 @@ class Builder:
             if k not in declared:
                 declared.append(k)
         required = set(m.required)
+        evaluated = [self._evaluated(p) for p in m.closed]
+        evaluated = [e for e in evaluated if e is not None]
         props: list[Member] = []
         for k in declared:
+            if not all(k in names or any(_safe_search(src, k) for src in pats) for names, pats in evaluated):
+                if k in required:
+                    return None  # a required member that unevaluatedProperties: false forbids
+                continue
             if not _writable(k):
                 self.doc.problem(f"property name {k!r} has a lone surrogate and cannot be generated", m.where)
                 if k in required:
@@ -475,7 +481,7 @@ class Builder:
                     return None
                 continue
             props.append(Member(self.layout.key(k), r, k in required))
-        regions = self._regions(m, declared, depth)
+        regions = self._regions(m, declared, depth, evaluated)
         base = _rule_base(self.doc.show(m.where)) if m.atoms else "any"
         try:
             return object_expr(self, self.fresh(f"{base}_obj"), depth, props, regions, m.min_props, m.max_props)
@@ -484,8 +490,28 @@ class Builder:
             self.doc.problem("minProperties/maxProperties too large to count with these properties", where)
             return object_expr(self, self.fresh(f"{base}_obj"), depth, props, regions, 0, None)
 
-    def _regions(self, m: Merged, declared: list[str], depth: int) -> list[Member]:
-        """Key languages and value rules for members outside the declared names."""
+    def _evaluated(self, pointer: str) -> Optional[tuple[set[str], set[str]]]:
+        """The member names and ``patternProperties`` regexes that the subschema at ``pointer``
+        evaluates through itself, its ``$ref``s and ``allOf``s (None: all, by ``additionalProperties``).
+
+        Names only an ``anyOf``/``oneOf`` branch would evaluate are left out, so with
+        ``unevaluatedProperties: false`` such members are refused: sound, not complete."""
+        names: set[str] = set()
+        pats: set[str] = set()
+        for ptr, skip in expand(self.doc, ((pointer, frozenset()),)):
+            sch = self.doc.resolve(ptr)
+            if "additionalProperties" in sch and "additionalProperties" not in skip:
+                return None
+            if isinstance(sch.get("properties"), dict):
+                names.update(sch["properties"])
+            if isinstance(sch.get("patternProperties"), dict):
+                pats.update(sch["patternProperties"])
+        return names, pats
+
+    def _regions(self, m: Merged, declared: list[str], depth: int,
+                 evaluated: list[tuple[set[str], set[str]]] = ()) -> list[Member]:
+        """Key languages and value rules for members outside the declared names (under
+        ``unevaluatedProperties: false``, only keys matching one of its ``patternProperties``)."""
         pats: list[tuple[int, str, str]] = []
         for i, o in enumerate(m.objects):
             for src, p in o.patterns:
@@ -511,6 +537,8 @@ class Builder:
         simple = not pats and not names_langs  # keys are "anything but the declared names"
         out: list[Member] = []
         for mask in range(1 << len(pats)):
+            if not all(any(mask >> j & 1 and pats[j][1] in mine for j in range(len(pats))) for _, mine in evaluated):
+                continue  # keys here match none of the patterns an unevaluatedProperties: false evaluates
             atoms: list[Atom] = []
             for i, o in enumerate(m.objects):
                 mine = [p for j, (oi, _, p) in enumerate(pats) if oi == i and mask >> j & 1]

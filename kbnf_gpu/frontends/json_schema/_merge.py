@@ -78,6 +78,7 @@ class Merged:
     required: list[str] = field(default_factory=list)
     min_props: int = 0
     max_props: Optional[int] = None
+    closed: list[str] = field(default_factory=list)  # atoms with "unevaluatedProperties": false
 
     @property
     def where(self) -> str:
@@ -194,7 +195,11 @@ def merge(doc: Document, atoms: tuple[Atom, ...]) -> Merged:
             if kw in skip or kw in IGNORED or kw in APPLICATORS:
                 continue
             at = child(ptr, kw)
-            if kw in UNSUPPORTED:
+            if kw == "unevaluatedProperties" and arg in (True, {}):
+                continue  # everything may be unevaluated: no constraint
+            if kw == "unevaluatedProperties" and arg is False:
+                m.closed.append(ptr)
+            elif kw in UNSUPPORTED:
                 doc.problem(f"unsupported keyword '{kw}'", at)
             elif kw == "type":
                 names = arg if isinstance(arg, list) else [arg]

@@ -1,0 +1,67 @@
+"""More schema keywords (issue #15 item 5), brute force against ``jsonschema``.
+
+``unevaluatedProperties: false``: every value of a fixed set of objects is complete exactly when
+``jsonschema`` says it is valid (``any_order=True``, so member order plays no part), except where only an
+``anyOf``/``oneOf`` branch evaluates a member: there the grammar is sound (never accepts an invalid value).
+"""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import jsonschema
+import pytest
+
+from kbnf_gpu.check import check_parser
+from kbnf_gpu.frontends.json_schema import parse_json_schema
+from kbnf_gpu.normalize import normalize
+from kbnf_gpu.runtime.earley import EarleyParser
+
+VALUES: list[Any] = [
+    {}, {"a": 1}, {"b": 1}, {"a": 1, "b": 2}, {"c": "s"}, {"a": 1, "c": "s"}, {"x1": 1}, {"x1": "s"},
+    {"a": 1, "x1": 2}, {"z": 1}, {"q": 1}, {"a": "s"}, {"a": 1, "b": 2, "c": "s"}, [], 3,
+]
+
+EXACT = [
+    {"type": "object", "properties": {"a": {"type": "integer"}}, "unevaluatedProperties": False},
+    {"type": "object", "allOf": [{"properties": {"a": {"type": "integer"}}}], "properties": {"b": {}},
+     "unevaluatedProperties": False},
+    {"$defs": {"base": {"properties": {"a": {"type": "integer"}}, "required": ["a"]}}, "$ref": "#/$defs/base",
+     "properties": {"c": {"type": "string"}}, "unevaluatedProperties": False},
+    # the inner false sees only its own subschema: "b" is unevaluated there
+    {"allOf": [{"properties": {"a": {}}, "unevaluatedProperties": False}], "properties": {"b": {}}},
+    {"type": "object", "patternProperties": {"^x": {"type": "integer"}}, "unevaluatedProperties": False},
+    {"type": "object", "properties": {"a": {}}, "patternProperties": {"^x": {}}, "unevaluatedProperties": False},
+    {"type": "object", "properties": {"a": {}}, "additionalProperties": {"type": "integer"},
+     "unevaluatedProperties": False},
+    {"properties": {"a": {}}, "unevaluatedProperties": True},
+    {"properties": {"a": {}}, "required": ["a", "b"], "unevaluatedProperties": False, "type": "object"},
+]
+SOUND = [
+    {"type": "object", "anyOf": [{"properties": {"a": {}}}, {"properties": {"b": {}}}],
+     "unevaluatedProperties": False},
+]
+
+
+def _check(schema: dict, exact: bool) -> None:
+    validator = jsonschema.Draft202012Validator(schema)
+    try:
+        parser = EarleyParser(normalize(parse_json_schema(schema, any_order=True)))
+    except ValueError as e:
+        assert "unsatisfiable" in str(e)
+        assert not any(validator.is_valid(v) for v in VALUES)
+        return
+    for v in VALUES:
+        got = check_parser(parser, json.dumps(v)).status == "complete"
+        valid = validator.is_valid(v)
+        assert got == valid if exact else (valid or not got), (schema, v, got, valid)
+
+
+@pytest.mark.parametrize("schema", EXACT, ids=[f"exact{i}" for i in range(len(EXACT))])
+def test_unevaluated_properties_false_exact(schema: dict) -> None:
+    _check(schema, exact=True)
+
+
+@pytest.mark.parametrize("schema", SOUND, ids=[f"sound{i}" for i in range(len(SOUND))])
+def test_unevaluated_properties_false_sound(schema: dict) -> None:
+    _check(schema, exact=False)
