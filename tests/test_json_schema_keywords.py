@@ -65,3 +65,54 @@ def test_unevaluated_properties_false_exact(schema: dict) -> None:
 @pytest.mark.parametrize("schema", SOUND, ids=[f"sound{i}" for i in range(len(SOUND))])
 def test_unevaluated_properties_false_sound(schema: dict) -> None:
     _check(schema, exact=False)
+
+
+NOT_VALUES: list[Any] = [None, True, False, 0, 1.5, "", "a", "b", "ab", "x", "xc", "abc", "abcd", [], [1], {},
+                         {"a": 1}, {"b": 1}, {"a": 1, "b": 2}]
+NOT_EXACT = [
+    {"not": {"type": "string"}},
+    {"not": {"type": ["object", "array", "number"]}},
+    {"type": "string", "not": {"const": "a"}},
+    {"not": {"enum": ["a", "b", None, True], "description": "annotations do not count"}},
+    {"type": "object", "not": {"required": ["a"]}},
+    {"not": {"required": ["a"]}},
+    {"not": {"pattern": "b"}},
+    {"type": "object", "properties": {"b": {"type": "integer"}}, "not": {"required": ["a"]}},
+    {"type": "string", "not": {"pattern": "^x"}},
+    {"enum": ["a", "b", "xc", 1], "not": {"pattern": "^x"}},
+    {"type": "string", "maxLength": 3, "not": {"enum": ["", "ab"]}},
+    {"type": "string", "pattern": "b", "not": {"const": "ab"}},
+    {"not": {"required": []}},
+    {"not": True},
+    {"not": False},
+]
+
+
+@pytest.mark.parametrize("schema", NOT_EXACT, ids=[f"not{i}" for i in range(len(NOT_EXACT))])
+def test_not_exact(schema: dict) -> None:
+    validator = jsonschema.Draft202012Validator(schema)
+    try:
+        parser = EarleyParser(normalize(parse_json_schema(schema, any_order=True)))
+    except ValueError as e:
+        assert "unsatisfiable" in str(e) and not any(validator.is_valid(v) for v in NOT_VALUES)
+        return
+    for v in NOT_VALUES:
+        got = check_parser(parser, json.dumps(v)).status == "complete"
+        assert got == validator.is_valid(v), (schema, v, got)
+
+
+@pytest.mark.parametrize(
+    "schema,pointer",
+    [
+        ({"not": {"type": "string", "minLength": 2}}, "/not"),
+        ({"not": {"not": {"type": "string"}}}, "/not"),
+        ({"type": ["number", "string"], "not": {"type": "integer"}}, "/not/type"),
+        ({"type": "object", "not": {"required": ["a", "b"]}}, "/not/required"),
+        ({"type": "number", "not": {"const": 3}}, "/not/const"),
+        ({"type": "string", "maxLength": 100, "not": {"const": "a"}}, "/"),
+    ],
+)
+def test_not_unsupported_forms_are_refused_with_the_pointer(schema: dict, pointer: str) -> None:
+    with pytest.raises(ValueError) as info:
+        parse_json_schema(schema)
+    assert info.value.pointer == pointer, str(info.value)

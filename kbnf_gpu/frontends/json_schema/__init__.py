@@ -48,6 +48,10 @@ property order described below):
   registry; draft <= 7 (the root's ``$schema``, as ``jsonschema`` decides)
   ignores siblings of ``$ref`` as the spec says;
 * ``allOf`` (a true conjunction, not a merge heuristic), ``anyOf``;
+* ``not`` of one ``type``, ``const``, ``enum``, single-name ``required`` or
+  ``pattern`` (annotations aside); a negated number/object/array value, a
+  negated ``integer`` next to ``number``, or strings longer than 32 under a
+  negated value or pattern are refused (``strict``);
 * ``unevaluatedProperties: false`` (members evaluated by the subschema, its
   ``$ref``s and ``allOf``s; members only an ``anyOf``/``oneOf`` branch
   evaluates are refused: sound, not complete there).
@@ -97,7 +101,7 @@ terminals past half of it), the whole build by ``time_budget_s``; lone
 surrogates in names or values, non-finite numbers and keywords of the wrong
 type are ``GrammarError``s with the JSON pointer (``error.pointer``).
 
-Unsupported keywords (``not``, ``if``, ``dependentRequired``,
+Unsupported keywords (other ``not`` forms, ``if``, ``dependentRequired``,
 ``dependentSchemas``, ``dependencies``, ``contains``, ``unevaluatedItems``,
 ``unevaluatedProperties`` other than ``false``,
 ``$dynamicRef``, non-integer ``multipleOf``, a ``$ref`` to a document not in

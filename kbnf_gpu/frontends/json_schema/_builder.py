@@ -215,15 +215,27 @@ class Builder:
     def _fragments(self, m: Merged, depth: int, containers: bool = True) -> list[ir.Expr]:
         """One alternative per JSON type ``m`` allows (scalars first; each scalar type its own terminal)."""
         if m.enums:
-            return self._enum(m, depth)
-        t = m.types
+            return self._enum(m, depth)  # the validator applies "not" to each value
+        t = set(m.types)
+        booleans = {True: "true", False: "false"}
+        drops: list[Rx] = [pattern_language(src, over=True) for src, _ in m.not_patterns if "string" in t]
+        for v, where in m.not_values:
+            if v is None:
+                t.discard("null")
+            elif isinstance(v, bool):
+                booleans.pop(v, None)
+            elif isinstance(v, str):
+                drops.append(word(v))
+            elif (isinstance(v, (int, float)) and t & {"int", "frac"}) or (isinstance(v, dict) and "object" in t) \
+                    or (isinstance(v, list) and "array" in t):
+                self.doc.problem("'not' of a number, object or array value is unsupported", where)
         out: list[Optional[ir.Expr]] = []
         if "string" in t:
-            out.append(self._string(m))
+            out.append(self._string(m, drops))
         if "int" in t or "frac" in t:
             out.append(self._number(m))
-        if "boolean" in t:
-            out.append(BOOLEAN)
+        if "boolean" in t and booleans:
+            out.append(BOOLEAN if len(booleans) == 2 else self.term(alt(*map(lit, booleans.values())), "boolean"))
         if "null" in t:
             out.append(NULL)
         if "object" in t and containers:
@@ -344,13 +356,23 @@ class Builder:
             return langs[0]
         return combine(base, langs)
 
-    def _string(self, m: Merged) -> Optional[ir.Expr]:
-        """A string terminal, or a rule expression for long or complex strings (None: no string fits)."""
+    def _string(self, m: Merged, drops: list[Rx] = ()) -> Optional[ir.Expr]:
+        """A string terminal, or a rule expression for long or complex strings (None: no string fits);
+        ``drops``: decoded languages no string may be in (``not``)."""
         lo, hi = m.min_len, m.max_len
         if hi is not None and hi < lo:
             return None
         where = m.where
         langs = self._string_constraints(m)
+        if drops and max(lo, hi or 0) > 2 * STRING_CHUNK:
+            self.doc.problem("'not' together with a length limit over 32 is unsupported", where)
+        elif drops:
+            try:
+                rx = combine(rep(ANY_CHAR, lo, hi), langs, drops)
+            except TooLarge:
+                self.doc.problem("'not' together with these string constraints is too complex", where)
+            else:
+                return None if rx is None else self.term(quoted(encode(rx)), "string")
         if not langs:
             return counted_string(self, lo, hi, where)
         if lo == 0 and hi is None and len(langs) == 1 and not m.patterns:
@@ -457,8 +479,13 @@ class Builder:
         required = set(m.required)
         evaluated = [self._evaluated(p) for p in m.closed]
         evaluated = [e for e in evaluated if e is not None]
+        for k in m.forbidden:
+            if k in required:
+                return None
         props: list[Member] = []
         for k in declared:
+            if k in m.forbidden:
+                continue
             if not all(k in names or any(_safe_search(src, k) for src in pats) for names, pats in evaluated):
                 if k in required:
                     return None  # a required member that unevaluatedProperties: false forbids
@@ -481,7 +508,7 @@ class Builder:
                     return None
                 continue
             props.append(Member(self.layout.key(k), r, k in required))
-        regions = self._regions(m, declared, depth, evaluated)
+        regions = self._regions(m, declared + [k for k in m.forbidden if k not in declared], depth, evaluated)
         base = _rule_base(self.doc.show(m.where)) if m.atoms else "any"
         try:
             return object_expr(self, self.fresh(f"{base}_obj"), depth, props, regions, m.min_props, m.max_props)

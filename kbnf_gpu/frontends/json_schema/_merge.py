@@ -79,6 +79,9 @@ class Merged:
     min_props: int = 0
     max_props: Optional[int] = None
     closed: list[str] = field(default_factory=list)  # atoms with "unevaluatedProperties": false
+    not_values: list[tuple[Any, str]] = field(default_factory=list)  # (value, pointer) excluded by "not"
+    not_patterns: list[tuple[str, str]] = field(default_factory=list)  # (regex, pointer) no string may match
+    forbidden: list[str] = field(default_factory=list)  # member names "not": {"required": [name]} excludes
 
     @property
     def where(self) -> str:
@@ -148,6 +151,54 @@ def choice_product(doc: Document, atoms: tuple[Atom, ...]) -> int:
     return product
 
 
+NEGATABLE = ("type", "const", "enum", "required", "pattern")
+
+
+def _negate(doc: Document, m: Merged, arg: Any, at: str) -> None:
+    """``not`` of a schema with one keyword among ``NEGATABLE`` (annotations aside), else unsupported."""
+    if arg is True or arg == {}:
+        m.types = set()  # not true: nothing
+        return
+    if arg is False:
+        return
+    keys = [k for k in arg if k not in IGNORED] if isinstance(arg, dict) else None
+    if not keys or len(keys) != 1 or keys[0] not in NEGATABLE:
+        doc.problem(f"unsupported keyword 'not' (only one of {', '.join(NEGATABLE)} can be negated)", at)
+        return
+    kw, value = keys[0], arg[keys[0]]
+    where = child(at, kw)
+    if kw == "type":
+        names = value if isinstance(value, list) else [value]
+        removed: set[str] = set()
+        for t in names:
+            if t not in TYPES:
+                raise doc.fail(f"unknown type {t!r}", where)
+            removed |= _TYPE_MAP[t]
+        if "int" in removed and "frac" not in removed and "frac" in m.types:
+            doc.problem("'not' of 'integer' leaves the numbers with a fraction, which this grammar cannot single "
+                        "out (1.0 is an integer)", where)
+            removed.add("frac")
+        m.types -= removed
+    elif kw in ("const", "enum"):
+        values = [value] if kw == "const" else value
+        if not isinstance(values, list):
+            raise doc.fail("'enum' must be an array", where)
+        m.not_values.extend((v, where) for v in values)
+    elif kw == "required":  # "required" holds for every non-object: only objects can fail it
+        if not isinstance(value, list) or not all(isinstance(x, str) for x in value):
+            raise doc.fail("'required' must be an array of strings", where)
+        if len(value) > 1:
+            doc.problem("'not' of 'required' with several names is unsupported", where)
+            return
+        m.types &= {"object"} if value else set()
+        m.forbidden.extend(value)
+    else:  # likewise "pattern" for non-strings
+        if not isinstance(value, str):
+            raise doc.fail("'pattern' must be a string", where)
+        m.types &= {"string"}
+        m.not_patterns.append((value, where))
+
+
 def _num(doc: Document, v: Any, ptr: str) -> Decimal:
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         raise doc.fail("expected a number", ptr)
@@ -195,6 +246,9 @@ def merge(doc: Document, atoms: tuple[Atom, ...]) -> Merged:
             if kw in skip or kw in IGNORED or kw in APPLICATORS:
                 continue
             at = child(ptr, kw)
+            if kw == "not":
+                _negate(doc, m, arg, at)
+                continue
             if kw == "unevaluatedProperties" and arg in (True, {}):
                 continue  # everything may be unevaluated: no constraint
             if kw == "unevaluatedProperties" and arg is False:
