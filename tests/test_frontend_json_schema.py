@@ -428,7 +428,7 @@ UNSUPPORTED_CASES = [
     ({"properties": {"a": {"not": {"type": "string", "minLength": 2}}}}, "/properties/a/not"),
     ({"items": {"if": {"type": "string"}, "then": {}}}, "/items/if"),
     ({"$defs": {"x~/y": {"contains": {}}}, "$ref": "#/$defs/x~0~1y"}, "/$defs/x~0~1y/contains"),
-    ({"type": "object", "dependentRequired": {"a": ["b"]}}, "/dependentRequired"),
+    ({"type": "array", "unevaluatedItems": False}, "/unevaluatedItems"),
     ({"type": "object", "unevaluatedProperties": {"type": "integer"}}, "/unevaluatedProperties"),
     ({"anyOf": [{"type": "string", "format": "idn-hostname"}]}, "/anyOf/0/format"),
     ({"properties": {"p": {"type": "string", "pattern": "(?=x)y"}}}, "/properties/p/pattern"),

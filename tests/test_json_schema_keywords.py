@@ -116,3 +116,36 @@ def test_not_unsupported_forms_are_refused_with_the_pointer(schema: dict, pointe
     with pytest.raises(ValueError) as info:
         parse_json_schema(schema)
     assert info.value.pointer == pointer, str(info.value)
+
+
+DEP_VALUES: list[Any] = [None, 1, "s", [], {}, {"a": 1}, {"b": 1}, {"a": 1, "b": 2}, {"b": "x"}, {"a": 1, "b": "x"},
+                         {"c": 1}, {"a": 1, "c": 1}, {"a": 1, "b": 2, "c": 3}, {"b": 1, "c": 2}]
+DEPENDENCIES = [
+    {"dependentRequired": {"a": ["b"]}},
+    {"type": "object", "properties": {"a": {"type": "integer"}, "b": {}, "c": {}},
+     "dependentRequired": {"a": ["b"], "c": ["a"]}},
+    {"type": "object", "dependentSchemas": {"a": {"properties": {"b": {"type": "integer"}}, "required": ["b"]}}},
+    {"$schema": "http://json-schema.org/draft-07/schema#", "dependencies": {"a": ["b"], "b": {"required": ["c"]}}},
+    {"dependentSchemas": {"a": False}},
+    {"$defs": {"s": {"required": ["c"]}}, "dependentSchemas": {"b": {"$ref": "#/$defs/s"}}},
+]
+
+
+@pytest.mark.parametrize("schema", DEPENDENCIES, ids=[f"dep{i}" for i in range(len(DEPENDENCIES))])
+def test_dependencies_exact(schema: dict) -> None:
+    """dependentRequired/dependentSchemas/dependencies: three disjoint branches per name (not an object; an
+    object without the name; with it and what it brings)."""
+    validator = jsonschema.validators.validator_for(schema)(schema)
+    parser = EarleyParser(normalize(parse_json_schema(schema, any_order=True)))
+    for v in DEP_VALUES:
+        got = check_parser(parser, json.dumps(v)).status == "complete"
+        assert got == validator.is_valid(v), (schema, v, got)
+
+
+def test_dependency_values_of_the_wrong_type_are_refused() -> None:
+    for schema, pointer in [({"dependentRequired": {"a": "b"}}, "/dependentRequired/a"),
+                            ({"dependentSchemas": {"a": ["b"]}}, "/dependentSchemas/a"),
+                            ({"dependentRequired": ["a"]}, "/dependentRequired")]:
+        with pytest.raises(ValueError) as info:
+            parse_json_schema(schema)
+        assert info.value.pointer == pointer, str(info.value)

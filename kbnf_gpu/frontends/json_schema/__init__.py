@@ -52,6 +52,9 @@ property order described below):
   ``pattern`` (annotations aside); a negated number/object/array value, a
   negated ``integer`` next to ``number``, or strings longer than 32 under a
   negated value or pattern are refused (``strict``);
+* ``dependentRequired``, ``dependentSchemas``, ``dependencies`` (three
+  disjoint branches per name: not an object, an object without the name, an
+  object with it and what it brings);
 * ``unevaluatedProperties: false`` (members evaluated by the subschema, its
   ``$ref``s and ``allOf``s; members only an ``anyOf``/``oneOf`` branch
   evaluates are refused: sound, not complete there).
@@ -101,8 +104,7 @@ terminals past half of it), the whole build by ``time_budget_s``; lone
 surrogates in names or values, non-finite numbers and keywords of the wrong
 type are ``GrammarError``s with the JSON pointer (``error.pointer``).
 
-Unsupported keywords (other ``not`` forms, ``if``, ``dependentRequired``,
-``dependentSchemas``, ``dependencies``, ``contains``, ``unevaluatedItems``,
+Unsupported keywords (other ``not`` forms, ``if``, ``contains``, ``unevaluatedItems``,
 ``unevaluatedProperties`` other than ``false``,
 ``$dynamicRef``, non-integer ``multipleOf``, a ``$ref`` to a document not in
 the registry, the

@@ -21,7 +21,8 @@ from ._document import Document, child, located
 from ._fsm import TooLarge, combine
 from ._layout import Layout
 from ._long_strings import MAX_COUNT_RANGE, STRING_CHUNK, counted_string, threaded_string
-from ._merge import Atom, Merged, Unsatisfiable, choice_product, expand, first_choice, merge, tighter_hi, tighter_lo
+from ._merge import (DEPENDENCIES, Atom, Merged, Unsatisfiable, choice_product, dependency_branches, expand, first_choice,
+                     merge, tighter_hi, tighter_lo)
 from ._objects import Member, TooManyStates, object_expr
 from ._oneof import disjoint, exclusive
 from ._pattern import PatternError, pattern_language, search
@@ -191,8 +192,11 @@ class Builder:
                                    "combinations of anyOf/oneOf branches", pointer=self.doc.show(child(atoms[i][0], kw)))
             ptr, skip = atoms[i]
             alts: list[ir.Expr] = []
-            branches = [atoms[:i] + ((ptr, skip | {kw}), (child(ptr, kw, k), frozenset())) + atoms[i + 1:]
-                        for k in range(n)]
+            if kw in DEPENDENCIES:
+                branches = dependency_branches(self.doc, atoms, i, kw)
+            else:
+                branches = [atoms[:i] + ((ptr, skip | {kw}), (child(ptr, kw, k), frozenset())) + atoms[i + 1:]
+                            for k in range(n)]
             if kw == "oneOf":
                 branches = exclusive(self.doc, branches)
             kept = []

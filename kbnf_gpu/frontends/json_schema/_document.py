@@ -47,7 +47,8 @@ IGNORED = frozenset(
         "$vocabulary", "then", "else", "minContains", "maxContains",
     }
 )
-# Standard assertion/applicator keywords the grammar cannot express.
+# Standard assertion/applicator keywords the grammar cannot express (``not``, the dependencies and
+# ``unevaluatedProperties`` only in the forms ``_merge`` takes apart first).
 UNSUPPORTED = frozenset(
     {
         "not", "if", "dependentSchemas", "dependentRequired", "dependencies", "contains",

@@ -127,8 +127,13 @@ def expand(doc: Document, atoms: Any) -> tuple[Atom, ...]:
     return tuple(out)
 
 
+DEPENDENCIES = ("dependentRequired", "dependentSchemas", "dependencies")
+NON_OBJECT = {"type": ["null", "boolean", "number", "string", "array"]}
+
+
 def first_choice(doc: Document, atoms: tuple[Atom, ...]) -> Optional[tuple[int, str, int]]:
-    """(atom index, keyword, branch count) of the first ``anyOf``/``oneOf`` left."""
+    """(atom index, keyword, branch count) of the first ``anyOf``/``oneOf`` left, or of the first
+    dependency keyword with a member name left (see ``dependency_branches``)."""
     for i, (ptr, skip) in enumerate(atoms):
         sch = doc.resolve(ptr)
         for kw in ("anyOf", "oneOf"):
@@ -137,17 +142,51 @@ def first_choice(doc: Document, atoms: tuple[Atom, ...]) -> Optional[tuple[int, 
                 if not isinstance(branches, list) or not branches:
                     raise doc.fail(f"'{kw}' must be a non-empty array", child(ptr, kw))
                 return i, kw, len(branches)
+        for kw in DEPENDENCIES:
+            if kw in sch and kw not in skip and _next_dependency(doc, ptr, skip, kw) is not None:
+                return i, kw, 3
     return None
 
 
+def _next_dependency(doc: Document, ptr: str, skip: frozenset[str], kw: str) -> Optional[str]:
+    deps = doc.resolve(ptr)[kw]
+    if not isinstance(deps, dict):
+        raise doc.fail(f"'{kw}' must be an object", child(ptr, kw))
+    return next((name for name in deps if f"{kw}/{name}" not in skip), None)
+
+
+def dependency_branches(doc: Document, atoms: tuple[Atom, ...], i: int, kw: str) -> list[tuple[Atom, ...]]:
+    """``kw`` for its next member name ``a`` as three disjoint branches: not an object; an object
+    without ``a``; an object with ``a`` and what ``a`` brings (its required names, or its schema)."""
+    ptr, skip = atoms[i]
+    name = _next_dependency(doc, ptr, skip, kw)
+    at = child(ptr, kw, name)
+    need = doc.resolve(at)
+    done = atoms[:i] + ((ptr, skip | {f"{kw}/{name}"}),) + atoms[i + 1:]
+    if isinstance(need, list) and kw != "dependentSchemas":
+        if not all(isinstance(x, str) for x in need):
+            raise doc.fail("dependent names must be strings", at)
+        present: tuple[Atom, ...] = ((doc.synthetic({"type": "object", "required": [name, *need]}), frozenset()),)
+    elif isinstance(need, (dict, bool)) and kw != "dependentRequired":
+        present = ((doc.synthetic({"type": "object", "required": [name]}), frozenset()), (at, frozenset()))
+    else:
+        raise doc.fail(f"'{kw}' values must be {'arrays of names' if kw == 'dependentRequired' else 'schemas'}", at)
+    return [done + ((doc.synthetic(NON_OBJECT), frozenset()),),
+            done + ((doc.synthetic({"not": {"required": [name]}}), frozenset()),),
+            done + present]
+
+
 def choice_product(doc: Document, atoms: tuple[Atom, ...]) -> int:
-    """The number of branch combinations of every ``anyOf``/``oneOf`` left in a conjunction."""
+    """The number of branch combinations of every ``anyOf``/``oneOf`` (and dependency) left in a conjunction."""
     product = 1
     for ptr, skip in atoms:
         sch = doc.resolve(ptr)
         for kw in ("anyOf", "oneOf"):
             if kw in sch and kw not in skip and isinstance(sch[kw], list):
                 product *= max(1, len(sch[kw]))
+        for kw in DEPENDENCIES:
+            if kw in sch and kw not in skip and isinstance(sch[kw], dict):
+                product *= 3 ** sum(f"{kw}/{name}" not in skip for name in sch[kw])
     return product
 
 
@@ -249,6 +288,8 @@ def merge(doc: Document, atoms: tuple[Atom, ...]) -> Merged:
             if kw == "not":
                 _negate(doc, m, arg, at)
                 continue
+            if kw in DEPENDENCIES:
+                continue  # distributed by the builder (``dependency_branches``) before merging
             if kw == "unevaluatedProperties" and arg in (True, {}):
                 continue  # everything may be unevaluated: no constraint
             if kw == "unevaluatedProperties" and arg is False:
