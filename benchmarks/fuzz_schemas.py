@@ -213,6 +213,7 @@ def run(n: int, first_seed: int, workers: int, timeout: float, budget: float) ->
             counts["raw" if outcome.startswith("RAW") else outcome] += 1
             if outcome.startswith("RAW"):
                 findings.append({"seed": seed, "outcome": outcome})
+                print(f"  finding: seed {seed}: {outcome}", flush=True)
             pid = w["proc"].pid
             active[pid] = feed(w)
             if done % 1000 == 0:
@@ -228,6 +229,7 @@ def run(n: int, first_seed: int, workers: int, timeout: float, budget: float) ->
                 kind = "timeout" if stuck else "crash"
                 counts[kind] += 1
                 findings.append({"seed": w["seed"], "outcome": kind})
+                print(f"  finding: seed {w['seed']}: {kind}", flush=True)
                 del pool[pid], active[pid]
                 start()
                 new = max(pool)

@@ -149,3 +149,31 @@ def test_dependency_values_of_the_wrong_type_are_refused() -> None:
         with pytest.raises(ValueError) as info:
             parse_json_schema(schema)
         assert info.value.pointer == pointer, str(info.value)
+
+
+CONTAINS_VALUES: list[Any] = [None, 1, "s", [], [1], ["a"], ["ab"], [1, "a"], ["a", 1], [1, 2], ["a", 1, "b", 2],
+                              [[1]], [True, "ab", 1], [1, 1, 1]]
+CONTAINS = [
+    {"contains": {"type": "integer"}},
+    {"type": "array", "items": {"type": ["integer", "string"]}, "contains": {"type": "integer"}, "minContains": 2},
+    {"contains": {"const": 1}, "minContains": 0},
+    {"type": "array", "contains": {"type": "string", "minLength": 2}},
+    {"items": {"type": "string"}, "contains": {"type": "integer"}},
+]
+
+
+@pytest.mark.parametrize("schema", CONTAINS, ids=[f"contains{i}" for i in range(len(CONTAINS))])
+def test_contains_exact(schema: dict) -> None:
+    validator = jsonschema.Draft202012Validator(schema)
+    parser = EarleyParser(normalize(parse_json_schema(schema)))
+    for v in CONTAINS_VALUES:
+        got = check_parser(parser, json.dumps(v)).status == "complete"
+        assert got == validator.is_valid(v), (schema, v, got)
+
+
+def test_contains_unsupported_forms() -> None:
+    for schema in ({"contains": {}, "maxContains": 2}, {"contains": {}, "minItems": 2},
+                   {"prefixItems": [{}], "contains": {}}):
+        with pytest.raises(ValueError) as info:
+            parse_json_schema(schema)
+        assert info.value.pointer == "/contains", str(info.value)

@@ -408,6 +408,8 @@ class Builder:
                     out.append((a.rest, frozenset()))
             return tuple(out)
 
+        if m.contains:
+            return self._containing(m, depth, atoms_at(None))
         lo, hi = m.min_items, m.max_items
         if hi is not None and hi - lo > MAX_COUNT_RANGE:
             self.doc.problem(f"maxItems {hi} is too large to enforce exactly (more than {MAX_COUNT_RANGE} above minItems)",
@@ -467,6 +469,36 @@ class Builder:
             (L.punct("[", depth), ir.Ref(elem(0)), tail(1), L.punct("]", depth))
         )
         return ir.Choice((empty, body)) if lo == 0 else body
+
+    def _containing(self, m: Merged, depth: int, each: tuple[Atom, ...]) -> Optional[ir.Expr]:
+        """An array with ``contains`` (``minContains`` k >= 1): elements of ``items``, at least k of which
+        also match ``contains``: ``[ (X ,)* XC ((, X)* , XC){k-1} (, X)* ]``. Only without ``prefixItems``,
+        ``minItems``/``maxItems``, and with one ``contains``."""
+        at, k = m.contains[0]
+        if len(m.contains) > 1 or any(a.prefix for a in m.arrays) or m.min_items or m.max_items is not None:
+            self.doc.problem("'contains' together with prefixItems, minItems, maxItems or another 'contains' "
+                             "is unsupported", at)
+        if k > SMALL_COUNT:
+            self.doc.problem(f"'minContains' {k} is too large", at)
+            k = 1
+        x = self.value_rule(each, self.child_depth(depth))
+        xc = self.value_rule(each + ((at, frozenset()),), self.child_depth(depth))
+        if xc is None:
+            return None
+        L = self.layout
+        comma = L.punct(",", depth)
+        parts: list[ir.Expr] = [L.punct("[", depth)]
+        if x is not None:
+            parts.append(ir.Repetition(ir.Sequence((ir.Ref(x), comma)), 0, None))
+        parts.append(ir.Ref(xc))
+        for _ in range(k - 1):
+            if x is not None:
+                parts.append(ir.Repetition(ir.Sequence((comma, ir.Ref(x))), 0, None))
+            parts += [comma, ir.Ref(xc)]
+        if x is not None:
+            parts.append(ir.Repetition(ir.Sequence((comma, ir.Ref(x))), 0, None))
+        parts.append(L.punct("]", depth))
+        return ir.Sequence(tuple(parts))
 
     # ------------------------------------------------------------ objects
 
