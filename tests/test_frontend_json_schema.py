@@ -398,6 +398,7 @@ def test_formats_against_checker() -> None:
     examples = {
         "duration": (["P1Y", "P1Y2M3DT4H5M6S", "PT5M", "P3W", "P1D"], ["P1Y2D", "PT", "P", "P1DT", "1Y"]),
         "email": (["a@b.co", "a.b+c@d-e.f"], ["@b", ".a@b", "a@b..c", "a@-b", "ab"]),
+        "idn-email": (["a@b.co", "jörg@müller.de", "用户@例子.广告"], ["@b", ".a@b", "a@b..c", "ab", "a b@c"]),
         "hostname": (["example.com", "a", "xn--h2brj9c8c.in"], ["-a.com", "a..b", "a_b", "a" * 64]),
         "uri": (["http://example.com/a?b#c", "urn:isbn:123", "mailto:a@b.c", "a:"], ["http://a b", "//a", "1a:b", "http://[::1]/"]),
         "json-pointer": (["", "/a/b", "/~0~1"], ["a", "/~2"]),

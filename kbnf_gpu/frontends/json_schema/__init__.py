@@ -110,7 +110,7 @@ Unsupported keywords (other ``not`` forms, ``if``, other ``contains`` forms, ``u
 ``unevaluatedProperties`` other than ``false``,
 ``$dynamicRef``, non-integer ``multipleOf``, a ``$ref`` to a document not in
 the registry, the
-``idn-email``/``idn-hostname``/``regex`` formats, unsupported regex syntax) raise
+``idn-hostname``/``regex`` formats, unsupported regex syntax) raise
 ``GrammarError`` naming the keyword and its JSON pointer
 (``"unsupported keyword 'not' at '/properties/a/not'"``); with
 ``strict=False`` they are ignored with a ``JsonSchemaWarning``. Unknown

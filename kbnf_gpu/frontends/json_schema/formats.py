@@ -12,6 +12,7 @@ what python ``jsonschema``'s format checker accepts:
 * ``email``: dot-atom local part ``@`` dot-separated domain labels (letters,
   digits, inner hyphens; label lengths unchecked; no quoted local parts or
   address literals).
+* ``idn-email``: the same with non-ASCII characters (RFC 6531) in both parts.
 * ``hostname``: RFC 1123 labels of 1-63 characters separated by dots; the
   253-character total is not enforced.
 * ``uuid``: 8-4-4-4-12 hex digits, either case.
@@ -32,7 +33,7 @@ OpenAPI's numeric formats bound numbers: ``int8``...``int64`` and
 ``float``, ``double`` and the string formats ``binary`` and ``password``
 constrain nothing a JSON text can show and are annotations.
 
-The other standard formats (``idn-email``, ``idn-hostname``, ``regex``: the
+The other standard formats (``idn-hostname``, ``regex``: the
 strings Python's ``re`` compiles are not a regular language) are unsupported;
 non-standard names are annotations and ignored (the validator ignores them
 too).
@@ -62,6 +63,10 @@ HOSTNAME = rf"{_LABEL}(?:\.{_LABEL})*"
 _ATOM = r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+"
 _DOMAIN_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?"
 EMAIL = rf"{_ATOM}(?:\.{_ATOM})*@{_DOMAIN_LABEL}(?:\.{_DOMAIN_LABEL})*"
+_U = r"\u00A0-\uD7FF\uF900-\uFDCF\uFDF0-\uFFEF"  # RFC 6531 UTF8-non-ascii (BMP, no surrogates/noncharacters)
+_IDN_ATOM = rf"[A-Za-z0-9!#$%&'*+/=?^_`{{|}}~{_U}-]+"
+_IDN_LABEL = rf"[A-Za-z0-9{_U}](?:[A-Za-z0-9{_U}-]*[A-Za-z0-9{_U}])?"
+IDN_EMAIL = rf"{_IDN_ATOM}(?:\.{_IDN_ATOM})*@{_IDN_LABEL}(?:\.{_IDN_LABEL})*"
 _H = r"[0-9a-fA-F]"
 UUID = rf"{_H}{{8}}-{_H}{{4}}-{_H}{{4}}-{_H}{{4}}-{_H}{{12}}"
 _OCTET = r"(?:25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])"
@@ -152,6 +157,7 @@ FORMATS: dict[str, str] = {
     "date-time": rf"{DATE}[Tt]{TIME}",
     "duration": DURATION,
     "email": EMAIL,
+    "idn-email": IDN_EMAIL,
     "hostname": HOSTNAME,
     "uuid": UUID,
     "ipv4": IPV4,
@@ -173,7 +179,6 @@ INTEGER_FORMATS: dict[str, tuple[int, int]] = {
 
 UNSUPPORTED_FORMATS = frozenset(
     {
-        "idn-email",
         "idn-hostname",
         "regex",
     }
