@@ -427,7 +427,7 @@ def test_formats_against_checker() -> None:
 
 UNSUPPORTED_CASES = [
     ({"properties": {"a": {"not": {"type": "string", "minLength": 2}}}}, "/properties/a/not"),
-    ({"items": {"if": {"type": "string"}, "then": {}}}, "/items/if"),
+    ({"items": {"if": {"type": "string", "minLength": 2}, "then": {}}}, "/items/if"),
     ({"$defs": {"x~/y": {"contains": {}, "maxContains": 2}}, "$ref": "#/$defs/x~0~1y"}, "/$defs/x~0~1y/contains"),
     ({"type": "array", "unevaluatedItems": False}, "/unevaluatedItems"),
     ({"type": "object", "unevaluatedProperties": {"type": "integer"}}, "/unevaluatedProperties"),

@@ -177,3 +177,33 @@ def test_contains_unsupported_forms() -> None:
         with pytest.raises(ValueError) as info:
             parse_json_schema(schema)
         assert info.value.pointer == "/contains", str(info.value)
+
+
+IF_VALUES: list[Any] = [None, True, 3, 4, "s", "st", [], {}, {"kind": "x"}, {"kind": "x", "a": 1},
+                        {"kind": "y", "b": 1}, {"kind": "y", "a": 1}, {"a": 1}, {"b": 1}, {"kind": 1, "b": 2}]
+IFS = [
+    {"if": {"type": "string"}, "then": {"minLength": 2}, "else": {"type": "integer"}},
+    {"type": "object", "properties": {"kind": {"type": "string"}, "a": {}, "b": {}},
+     "if": {"properties": {"kind": {"const": "x"}}, "required": ["kind"]}, "then": {"required": ["a"]},
+     "else": {"required": ["b"]}},
+    {"type": "object", "if": {"properties": {"kind": {"const": "x"}}}, "then": {"required": ["a"]}},
+    {"if": {"required": ["a"]}, "else": {"const": 3}},
+    {"if": True, "then": {"type": "null"}},
+    {"if": False, "then": {"type": "null"}, "else": {"type": "boolean"}},
+    {"then": {"type": "null"}},
+]
+
+
+@pytest.mark.parametrize("schema", IFS, ids=[f"if{i}" for i in range(len(IFS))])
+def test_if_then_else_exact(schema: dict) -> None:
+    validator = jsonschema.Draft202012Validator(schema)
+    parser = EarleyParser(normalize(parse_json_schema(schema, any_order=True)))
+    for v in IF_VALUES:
+        got = check_parser(parser, json.dumps(v)).status == "complete"
+        assert got == validator.is_valid(v), (schema, v, got)
+
+
+def test_if_that_cannot_be_negated_is_refused() -> None:
+    with pytest.raises(ValueError) as info:
+        parse_json_schema({"if": {"properties": {"a": {}, "b": {}}}, "then": {"required": ["a"]}})
+    assert info.value.pointer == "/if"

@@ -55,6 +55,9 @@ property order described below):
 * ``dependentRequired``, ``dependentSchemas``, ``dependencies`` (three
   disjoint branches per name: not an object, an object without the name, an
   object with it and what it brings);
+* ``if``/``then``/``else`` where the ``if`` can be negated (one negatable
+  keyword as for ``not``, or ``properties`` of one name whose schema is one,
+  optionally ``required``: the discriminator pattern): two disjoint branches;
 * ``contains`` with ``minContains`` (not ``maxContains``), on arrays without
   ``prefixItems``/``minItems``/``maxItems``;
 * ``unevaluatedProperties: false`` (members evaluated by the subschema, its
@@ -106,7 +109,7 @@ terminals past half of it), the whole build by ``time_budget_s``; lone
 surrogates in names or values, non-finite numbers and keywords of the wrong
 type are ``GrammarError``s with the JSON pointer (``error.pointer``).
 
-Unsupported keywords (other ``not`` forms, ``if``, other ``contains`` forms, ``unevaluatedItems``,
+Unsupported keywords (other ``not`` and ``if`` forms, other ``contains`` forms, ``unevaluatedItems``,
 ``unevaluatedProperties`` other than ``false``,
 ``$dynamicRef``, non-integer ``multipleOf``, a ``$ref`` to a document not in
 the registry, the

@@ -146,7 +146,49 @@ def first_choice(doc: Document, atoms: tuple[Atom, ...]) -> Optional[tuple[int, 
         for kw in DEPENDENCIES:
             if kw in sch and kw not in skip and _next_dependency(doc, ptr, skip, kw) is not None:
                 return i, kw, 3
+        if "if" in sch and "if" not in skip:
+            return i, "if", 2
     return None
+
+
+def if_branches(doc: Document, atoms: tuple[Atom, ...], i: int) -> list[tuple[Atom, ...]]:
+    """``if``/``then``/``else`` as two disjoint branches, ``if`` ∧ ``then`` and (not ``if``) ∧ ``else``,
+    where ``negation`` can write the negated ``if``; else unsupported (ignored when not strict)."""
+    ptr, skip = atoms[i]
+    sch = doc.resolve(ptr)
+    done = atoms[:i] + ((ptr, skip | {"if"}),) + atoms[i + 1:]
+    neg = negation(doc.resolve(child(ptr, "if")))
+    if neg is None:
+        doc.problem("'if' is supported only when it is one of "
+                    f"{', '.join(NEGATABLE)}, or 'properties' of one such name (with 'required')", child(ptr, "if"))
+        return [done]
+    yes = done + ((child(ptr, "if"), frozenset()),) + (((child(ptr, "then"), frozenset()),) if "then" in sch else ())
+    no = done + ((doc.synthetic(neg), frozenset()),) + (((child(ptr, "else"), frozenset()),) if "else" in sch else ())
+    return [yes, no]
+
+
+def negation(sch: Any) -> Optional[Any]:
+    """A schema for the values that ``sch`` rejects, when ``_negate`` can express it: one keyword among
+    ``NEGATABLE``, or ``properties`` of one name whose schema is such (optionally with that name
+    ``required``); annotations aside. None otherwise."""
+    if isinstance(sch, bool):
+        return not sch
+    if not isinstance(sch, dict):
+        return None
+    keys = [k for k in sch if k not in IGNORED]
+    if len(keys) == 1 and keys[0] in NEGATABLE:
+        return {"not": sch}
+    props = sch.get("properties")
+    required = sch.get("required", [])
+    if not isinstance(props, dict) or len(props) != 1 or set(keys) - {"properties", "required"}:
+        return None
+    (name, value), = props.items()
+    if required not in ([], [name]) or negation(value) is None or isinstance(value, bool):
+        return None
+    wrong = {"type": "object", "required": [name], "properties": {name: negation(value)}}
+    if not required:
+        return wrong
+    return {"anyOf": [NON_OBJECT, {"not": {"required": [name]}}, wrong]}
 
 
 def _next_dependency(doc: Document, ptr: str, skip: frozenset[str], kw: str) -> Optional[str]:
@@ -188,6 +230,8 @@ def choice_product(doc: Document, atoms: tuple[Atom, ...]) -> int:
         for kw in DEPENDENCIES:
             if kw in sch and kw not in skip and isinstance(sch[kw], dict):
                 product *= 3 ** sum(f"{kw}/{name}" not in skip for name in sch[kw])
+        if "if" in sch and "if" not in skip:
+            product *= 2
     return product
 
 
