@@ -6,6 +6,7 @@
 """
 from __future__ import annotations
 
+import itertools
 import json
 from typing import Any
 
@@ -162,17 +163,31 @@ CONTAINS = [
 ]
 
 
-@pytest.mark.parametrize("schema", CONTAINS, ids=[f"contains{i}" for i in range(len(CONTAINS))])
+MAX_CONTAINS = [
+    {"contains": {"type": "string"}, "maxContains": 2},
+    {"contains": {"type": "string"}, "minContains": 2, "maxContains": 3},
+    {"contains": {"type": "string"}, "minContains": 0, "maxContains": 0},
+    {"type": "array", "items": {"type": ["integer", "string"]}, "contains": {"const": "a"}, "maxContains": 1},
+    {"contains": {"type": "string"}, "minContains": 3, "maxContains": 2},
+    {"items": {"type": "string"}, "contains": {"type": "string"}, "maxContains": 1},
+]
+ELEMENTS = [1, "a", None]
+MAX_CONTAINS_VALUES: list[Any] = [None, "s", 5] + [list(t) for n in range(5) for t in itertools.product(ELEMENTS, repeat=n)]
+
+
+@pytest.mark.parametrize("schema", CONTAINS + MAX_CONTAINS,
+                         ids=[f"contains{i}" for i in range(len(CONTAINS))] + [f"max{i}" for i in range(len(MAX_CONTAINS))])
 def test_contains_exact(schema: dict) -> None:
+    """With ``maxContains`` the elements are split into X∧C and X∧¬C; every array of up to 4 elements."""
     validator = jsonschema.Draft202012Validator(schema)
     parser = EarleyParser(normalize(parse_json_schema(schema)))
-    for v in CONTAINS_VALUES:
+    for v in CONTAINS_VALUES + MAX_CONTAINS_VALUES:
         got = check_parser(parser, json.dumps(v)).status == "complete"
         assert got == validator.is_valid(v), (schema, v, got)
 
 
 def test_contains_unsupported_forms() -> None:
-    for schema in ({"contains": {}, "maxContains": 2}, {"contains": {}, "minItems": 2},
+    for schema in ({"contains": {"minLength": 2, "type": "string"}, "maxContains": 2}, {"contains": {}, "minItems": 2},
                    {"prefixItems": [{}], "contains": {}}):
         with pytest.raises(ValueError) as info:
             parse_json_schema(schema)

@@ -58,7 +58,8 @@ property order described below):
 * ``if``/``then``/``else`` where the ``if`` can be negated (one negatable
   keyword as for ``not``, or ``properties`` of one name whose schema is one,
   optionally ``required``: the discriminator pattern): two disjoint branches;
-* ``contains`` with ``minContains`` (not ``maxContains``), on arrays without
+* ``contains`` with ``minContains``, and ``maxContains`` where the
+  ``contains`` schema can be negated (as for ``not``), on arrays without
   ``prefixItems``/``minItems``/``maxItems``;
 * ``unevaluatedProperties: false`` (members evaluated by the subschema, its
   ``$ref``s and ``allOf``s; members only an ``anyOf``/``oneOf`` branch

@@ -22,7 +22,7 @@ from ._fsm import TooLarge, combine
 from ._layout import Layout
 from ._long_strings import MAX_COUNT_RANGE, STRING_CHUNK, counted_string, threaded_string
 from ._merge import (DEPENDENCIES, Atom, Merged, Unsatisfiable, choice_product, dependency_branches, expand, first_choice,
-                     if_branches, merge, tighter_hi, tighter_lo)
+                     if_branches, merge, negation, tighter_hi, tighter_lo)
 from ._objects import Member, TooManyStates, object_expr
 from ._oneof import disjoint, exclusive
 from ._pattern import PatternError, pattern_language, search
@@ -473,34 +473,57 @@ class Builder:
         return ir.Choice((empty, body)) if lo == 0 else body
 
     def _containing(self, m: Merged, depth: int, each: tuple[Atom, ...]) -> Optional[ir.Expr]:
-        """An array with ``contains`` (``minContains`` k >= 1): elements of ``items``, at least k of which
-        also match ``contains``: ``[ (X ,)* XC ((, X)* , XC){k-1} (, X)* ]``. Only without ``prefixItems``,
-        ``minItems``/``maxItems``, and with one ``contains``."""
-        at, k = m.contains[0]
+        """An array with ``contains``: elements of ``items`` (X), from ``minContains`` k to ``maxContains``
+        of which match ``contains`` (C). Without a maximum: ``[ (X ,)* XC ((, X)* , XC){k-1} (, X)* ]``;
+        with one, elements are either X∧C or X∧¬C (the negation as ``not`` takes it) and the X∧C ones
+        are counted. Only without ``prefixItems``/``minItems``/``maxItems`` and with one ``contains``."""
+        at, k, high = m.contains[0]
         if len(m.contains) > 1 or any(a.prefix for a in m.arrays) or m.min_items or m.max_items is not None:
             self.doc.problem("'contains' together with prefixItems, minItems, maxItems or another 'contains' "
                              "is unsupported", at)
-        if k > SMALL_COUNT:
-            self.doc.problem(f"'minContains' {k} is too large", at)
-            k = 1
-        x = self.value_rule(each, self.child_depth(depth))
-        xc = self.value_rule(each + ((at, frozenset()),), self.child_depth(depth))
-        if xc is None:
-            return None
+        if max(k, high or 0) > SMALL_COUNT:
+            self.doc.problem(f"'minContains'/'maxContains' over {SMALL_COUNT} are unsupported", at)
+            k, high = min(k, 1), None
         L = self.layout
         comma = L.punct(",", depth)
-        parts: list[ir.Expr] = [L.punct("[", depth)]
-        if x is not None:
-            parts.append(ir.Repetition(ir.Sequence((ir.Ref(x), comma)), 0, None))
-        parts.append(ir.Ref(xc))
-        for _ in range(k - 1):
+        d = self.child_depth(depth)
+        xc = self.value_rule(each + ((at, frozenset()),), d)
+        if high is not None:
+            neg = negation(self.doc.resolve(at))
+            if neg is None:
+                self.doc.problem("'maxContains' is supported only when 'contains' can be negated (as for 'not')", at)
+                high = None
+            elif high < k:
+                return None
+        if high is None:
+            if k == 0:
+                return None  # unreachable: merge keeps only constraining contains
+            x = self.value_rule(each, d)
+            if xc is None:
+                return None
+            others = ir.Repetition(ir.Sequence((comma, ir.Ref(x))), 0, None) if x is not None else ir.EMPTY
+            parts: list[ir.Expr] = [L.punct("[", depth)]
             if x is not None:
-                parts.append(ir.Repetition(ir.Sequence((comma, ir.Ref(x))), 0, None))
-            parts += [comma, ir.Ref(xc)]
-        if x is not None:
-            parts.append(ir.Repetition(ir.Sequence((comma, ir.Ref(x))), 0, None))
-        parts.append(L.punct("]", depth))
-        return ir.Sequence(tuple(parts))
+                parts.append(ir.Repetition(ir.Sequence((ir.Ref(x), comma)), 0, None))
+            parts.append(ir.Ref(xc))
+            for _ in range(k - 1):
+                parts += [others, comma, ir.Ref(xc)]
+            parts += [others, L.punct("]", depth)]
+            return ir.Sequence(tuple(parts))
+        n = self.value_rule(each + ((self.doc.synthetic(neg), frozenset()),), d)
+        others = ir.Repetition(ir.Sequence((comma, ir.Ref(n))), 0, None) if n is not None else ir.EMPTY
+        options: list[ir.Expr] = [L.punct("[]", depth)] if k == 0 else []
+        if xc is not None:
+            block = ir.Sequence((comma, ir.Ref(xc), others))
+            if n is not None:
+                options.append(ir.Sequence((L.punct("[", depth), ir.Ref(n), others, ir.Repetition(block, k, high),
+                                            L.punct("]", depth))))
+            if high >= 1:
+                options.append(ir.Sequence((L.punct("[", depth), ir.Ref(xc), others,
+                                            ir.Repetition(block, max(k - 1, 0), high - 1), L.punct("]", depth))))
+        elif n is not None and k == 0:
+            options.append(ir.Sequence((L.punct("[", depth), ir.Ref(n), others, L.punct("]", depth))))
+        return ir.Choice(tuple(options)) if options else None
 
     # ------------------------------------------------------------ objects
 

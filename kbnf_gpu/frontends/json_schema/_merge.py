@@ -79,7 +79,7 @@ class Merged:
     min_props: int = 0
     max_props: Optional[int] = None
     closed: list[str] = field(default_factory=list)  # atoms with "unevaluatedProperties": false
-    contains: list[tuple[str, int]] = field(default_factory=list)  # ("contains" pointer, minContains)
+    contains: list[tuple[str, int, Optional[int]]] = field(default_factory=list)  # (pointer, min/maxContains)
     not_values: list[tuple[Any, str]] = field(default_factory=list)  # (value, pointer) excluded by "not"
     not_patterns: list[tuple[str, str]] = field(default_factory=list)  # (regex, pointer) no string may match
     forbidden: list[str] = field(default_factory=list)  # member names "not": {"required": [name]} excludes
@@ -336,12 +336,11 @@ def merge(doc: Document, atoms: tuple[Atom, ...]) -> Merged:
             if kw in DEPENDENCIES:
                 continue  # distributed by the builder (``dependency_branches``) before merging
             if kw == "contains":
-                low = sch.get("minContains", 1)
-                if "maxContains" in sch or isinstance(low, bool) or not isinstance(low, int) or low < 0:
-                    doc.problem("'contains' with 'maxContains' (or a 'minContains' that is not a count) is "
-                                "unsupported", at)
-                elif low > 0:
-                    m.contains.append((at, low))
+                low = _count(doc, sch.get("minContains", 1), child(ptr, "minContains"))
+                high = sch.get("maxContains")
+                high = None if high is None else _count(doc, high, child(ptr, "maxContains"))
+                if low > 0 or high is not None:
+                    m.contains.append((at, low, high))
                 continue
             if kw == "unevaluatedProperties" and arg in (True, {}):
                 continue  # everything may be unevaluated: no constraint
