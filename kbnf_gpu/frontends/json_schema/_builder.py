@@ -38,7 +38,8 @@ MAX_INDENT_UNROLL = 16  # indent layout: instances of one subschema at distinct 
 MAX_PATTERN_PROPERTIES = 6
 MAX_ENUMERATED_MULTIPLES = 256
 MAX_MODULUS_STATES = 12  # multipleOf k (not dividing a power of ten) as an automaton: k up to this
-SMALL_COUNT = 32  # counted repetitions up to this are left to ``normalize`` to unroll
+SMALL_COUNT = 32
+MAX_EXCLUDED_KEY = 128  # code points of the longest declared name that additional keys are kept apart from  # counted repetitions up to this are left to ``normalize`` to unroll
 
 ANY_CHAR = cc(cs.ANY)
 
@@ -638,10 +639,12 @@ class Builder:
             if value is None:
                 continue
             if simple:
-                if _trie_size(declared) > current_budget().config.max_dfa_states // 2:
+                if _trie_size(declared) > current_budget().config.max_dfa_states // 2 or \
+                        max(map(len, declared), default=0) > MAX_EXCLUDED_KEY:
+                    # the automaton grows with the trie, and its regular expression nests as deep as a name
                     where = m.objects[0].pointer if m.objects else m.where
                     self.doc.warn(f"member keys at '{self.doc.show(where)}' outside the {len(declared)} declared "
-                                  "names are too many to describe; no additional member is generated")
+                                  "names are too many or too long to describe; no additional member is generated")
                     continue
                 out.append(Member(self.layout.other_key(tuple(sorted(set(declared)))), value))
                 continue
