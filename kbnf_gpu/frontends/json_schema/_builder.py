@@ -530,14 +530,7 @@ class Builder:
 
     def _object(self, m: Merged, depth: int) -> Optional[ir.Expr]:
         parts = m.objects
-        declared: list[str] = []
-        for o in parts:
-            for k in o.props:
-                if k not in declared:
-                    declared.append(k)
-        for k in m.required:
-            if k not in declared:
-                declared.append(k)
+        declared = list(dict.fromkeys([k for o in parts for k in o.props] + m.required))  # first-seen order
         required = set(m.required)
         evaluated = [self._evaluated(p) for p in m.closed]
         evaluated = [e for e in evaluated if e is not None]
