@@ -87,3 +87,21 @@ def test_examples_of_the_issue() -> None:
     for text, ok in [("1E+2", True), ("0.5e1", True), ("-0.0", True), ("-0", True), ("1.01e2", False),
                      ("-1e0", True), ("-10E-1", True), ("-1.5e0", False)]:
         assert (check_parser(parser, text).status == "complete") == ok, text
+
+
+def test_multiple_of_on_numbers_says_what_it_leaves_out() -> None:
+    """An integer ``multipleOf`` on ``number`` is written as integers: sound, and a warning says that other
+    spellings of the multiples (``10.0``, ``1e1``) are not generated; on ``integer`` nothing is left out."""
+    import warnings
+
+    from kbnf_gpu.frontends.json_schema import JsonSchemaWarning
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        parser = EarleyParser(normalize(parse_json_schema({"type": "number", "multipleOf": 5})))
+    assert any(issubclass(w.category, JsonSchemaWarning) and "multipleOf" in str(w.message) for w in caught)
+    assert [check_parser(parser, t).status == "complete" for t in ("10", "-15", "12", "10.0")] == [True, True, False,
+                                                                                                  False]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", JsonSchemaWarning)
+        parse_json_schema({"type": "integer", "multipleOf": 5})

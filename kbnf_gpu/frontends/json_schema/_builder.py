@@ -299,6 +299,9 @@ class Builder:
             if v != v.to_integral_value():
                 self.doc.problem("'multipleOf' with a non-integer value is unsupported", at)
                 continue
+            if not ints_only:
+                self.doc.warn(f"'multipleOf' at '{self.doc.show(at)}' on numbers: only integer spellings are "
+                              "generated (10.0 and 1e1 are valid multiples too)")
             ints_only = True
             k = _lcm(k, int(v))
         lo, hi = m.lo, m.hi
