@@ -15,6 +15,7 @@ from decimal import Decimal
 from typing import Any, Optional
 
 import jsonschema
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -105,3 +106,16 @@ def test_multiple_of_on_numbers_says_what_it_leaves_out() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error", JsonSchemaWarning)
         parse_json_schema({"type": "integer", "multipleOf": 5})
+
+
+@pytest.mark.parametrize("k", [9, 11, 16, 97, 456])
+@pytest.mark.parametrize("bounds", [{}, {"minimum": 0}, {"exclusiveMinimum": 0}, {"maximum": 0}],
+                         ids=["all", "min0", "exmin0", "max0"])
+def test_integer_multiple_of_on_half_lines_exact(k: int, bounds: dict) -> None:
+    """``multipleOf`` k whose residue automaton has no small regular expression (9, 11, 16...) is one rule per
+    residue on whole half-lines: exact against jsonschema."""
+    schema = {"type": "integer", "multipleOf": k, **bounds}
+    validator = jsonschema.Draft202012Validator(schema)
+    parser = EarleyParser(normalize(parse_json_schema(schema)))
+    for n in [*range(-300, 301), k * 123456789, -k * 98765, k * 10**20 + 1, -k * 10**20]:
+        assert (check_parser(parser, str(n)).status == "complete") == validator.is_valid(n), (schema, n)

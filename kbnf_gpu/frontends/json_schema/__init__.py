@@ -86,8 +86,10 @@ Approximate, but sound (every accepted text is valid):
   and for exponents from -10 to 10 (``1e-9``, ``1E+2``, ``0.5e1``); larger
   exponents only where they provably stay in range (``numbers``); a number
   with an integer ``multipleOf`` is written as an integer; ``multipleOf`` k
-  on an unbounded range is exact for k <= 12 and for k = 2**a * 5**b, else
-  refused (``strict``) or dropped with a warning;
+  on an integer range is exact when k = 2**a * 5**b (a regex of the last
+  digits), on 0 and whole half-lines for k <= 1000 (one rule per residue),
+  on other ranges for k <= 12, else refused (``strict``) or dropped with a
+  warning;
 * ``any_order=True`` is exact for up to 8 declared properties; beyond, order
   is free within consecutive blocks of 8 (a warning says so). Additional
   members come after the declared ones in schema order, and anywhere with

@@ -38,6 +38,7 @@ MAX_INDENT_UNROLL = 16  # indent layout: instances of one subschema at distinct 
 MAX_PATTERN_PROPERTIES = 6
 MAX_ENUMERATED_MULTIPLES = 256
 MAX_MODULUS_STATES = 12  # multipleOf k (not dividing a power of ten) as an automaton: k up to this
+MAX_MODULUS_RULES = 1000  # beyond, multipleOf k is one rule per residue (on half-lines)
 SMALL_COUNT = 32
 MAX_EXCLUDED_KEY = 128  # code points of the longest declared name that additional keys are kept apart from  # counted repetitions up to this are left to ``normalize`` to unroll
 
@@ -327,15 +328,45 @@ class Builder:
         if ilo is not None and ihi is not None and (ihi - ilo) // k <= MAX_ENUMERATED_MULTIPLES:
             first = -((-ilo) // k) * k
             return self.term(alt(*(lit(str(n)) for n in range(first, ihi + 1, k))), "integer")
-        if k > 1000 or (k > MAX_MODULUS_STATES and not _divides_power_of_ten(k)):
-            # a residue automaton of k states in a loop: its regular expression grows exponentially in k
-            self.doc.problem(f"'multipleOf' {k} on an unbounded range is unsupported", m.multiple_of[0][1])
-            return integer_terminal(ilo, ihi)
-        try:
-            return self.term(combine(integer_range(ilo, ihi), [multiple_of_regex(k)]), "integer")
-        except TooLarge:
-            self.doc.problem(f"'multipleOf' {k} on this range is too complex to enforce exactly", m.multiple_of[0][1])
-            return integer_terminal(ilo, ihi)
+        signs = _half_lines(ilo, ihi)
+        for use_regex in (True, False):  # the last digits decide (k | 10**j): a small regex; else residue rules
+            if use_regex and (_divides_power_of_ten(k) and k <= 1000 or signs is None and k <= MAX_MODULUS_STATES):
+                try:
+                    return self.term(combine(integer_range(ilo, ihi), [multiple_of_regex(k)]), "integer")
+                except TooLarge:
+                    pass
+            elif not use_regex and signs is not None and k <= MAX_MODULUS_RULES:
+                return self._multiples(k, *signs)
+        # a residue automaton of k states in a loop: its regular expression grows exponentially in k
+        self.doc.problem(f"'multipleOf' {k} on this range is too complex to enforce exactly", m.multiple_of[0][1])
+        return integer_terminal(ilo, ihi)
+
+    def _multiples(self, k: int, zero: bool, positive: bool, negative: bool) -> ir.Expr:
+        """Canonical integers divisible by ``k`` as rules, one per residue (``R_r ::= d R_(10r+d mod k)``,
+        ``R_0`` may stop): the residue automaton without a regular expression, whose size would be
+        exponential in ``k``. Each digit is a lexeme; ``zero``/``positive``/``negative`` pick the half-lines."""
+        digit = [self.term(lit(str(d)), "digit") for d in range(10)]
+        names: dict[int, str] = {}
+        work: list[int] = []
+
+        def residue(r: int) -> ir.Ref:
+            if r not in names:
+                names[r] = self.fresh(f"multiple_of_{k}_r{r}")
+                work.append(r)
+            return ir.Ref(names[r])
+
+        lead = ir.Choice(tuple(ir.Sequence((digit[d], residue(d % k))) for d in range(1, 10)))
+        while work:
+            r = work.pop()
+            alts: list[ir.Expr] = [ir.EMPTY] if r == 0 else []
+            alts += [ir.Sequence((digit[d], residue((10 * r + d) % k))) for d in range(10)]
+            self.add_rule(names[r], alts)
+        options: list[ir.Expr] = [digit[0]] if zero else []
+        if positive:
+            options.append(lead)
+        if negative:
+            options.append(ir.Sequence((self.term(lit("-"), "minus"), lead)))
+        return ir.Choice(tuple(options))
 
     # ------------------------------------------------------------ strings
 
@@ -710,6 +741,14 @@ def _writable(v: Any) -> bool:
     except UnicodeEncodeError:
         return False
     return True
+
+
+def _half_lines(lo: Optional[int], hi: Optional[int]) -> Optional[tuple[bool, bool, bool]]:
+    """(zero, positive, negative) when the integers ``[lo, hi]`` are 0 and/or whole half-lines, else None."""
+    if lo not in (None, 0, 1) or hi not in (None, 0, -1) or (lo is not None and hi is not None and lo != hi):
+        return None
+    zero = (lo is None or lo <= 0) and (hi is None or hi >= 0)
+    return zero, hi is None, lo is None
 
 
 def _divides_power_of_ten(k: int) -> bool:
