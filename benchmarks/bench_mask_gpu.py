@@ -202,7 +202,19 @@ def xgrammar_apply(extra: dict):
     try:
         import xgrammar
 
-        return xgrammar.apply_token_bitmask_inplace
+        def apply(logits, bitmask, **options):
+            V = logits.shape[-1]
+            if logits.device.type == "cpu" and V % 32:
+                # xgrammar 0.2.8's CPU path writes up to 32 * W columns even with vocab_size=V, past the end of a
+                # narrower row (heap corruption at V = 100 or 130): give it a padded copy
+                padded = logits.new_zeros((*logits.shape[:-1], 32 * bitmask.shape[-1]))
+                padded[..., :V] = logits
+                xgrammar.apply_token_bitmask_inplace(padded, bitmask, vocab_size=V, **options)
+                logits.copy_(padded[..., :V])
+                return
+            xgrammar.apply_token_bitmask_inplace(logits, bitmask, vocab_size=V, **options)
+
+        return apply
     except Exception as e:  # noqa: BLE001 - optional peer
         extra["xgrammar_error"] = repr(e)
         return None
@@ -374,7 +386,7 @@ def end_to_end_rows(ctx: BenchContext, workloads: list[Workload], check: Callabl
                 def xgr_e2e(i: int) -> None:
                     xgr_fill(i)
                     dev_bitmask.copy_(host_bitmask, non_blocking=True)
-                    xgr.apply_token_bitmask_inplace(logits, dev_bitmask)
+                    xgr.apply_token_bitmask_inplace(logits, dev_bitmask, vocab_size=logits.shape[-1])
                     sync(dev)
 
                 fns = {"ours_e2e": ours, "ours_prepare": ours_prepare, "ours_apply": ours_apply}

@@ -15,8 +15,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from . import ir
+from .automata import ByteDFA, build_dfa, dfa_concat, dfa_literal, dfa_literal_union, dfa_repeat, dfa_union
 from .budget import current_budget
-from .automata import ByteDFA, build_dfa, dfa_concat, dfa_literal, dfa_repeat, dfa_union
 from .errors import DFATooLarge, GrammarError
 
 AUGMENTED_START = "<start>"
@@ -86,6 +86,7 @@ class _Builder:
         self.config = config
         self.names: list[str] = []
         self.index: dict[str, int] = {}
+        self.expanded = 0  # symbols added by counted repetition (checked against max_expansion)
         self.rules: list[tuple[int, tuple[int, ...]]] = []
         self.terminals: list[ir.Terminal] = []
         self.terminal_index: dict[ir.Terminal, int] = {}
@@ -106,6 +107,8 @@ class _Builder:
         t = self.terminal_index.get(term)
         if t is None:
             current_budget().tick("building terminal automata")
+            current_budget().check("max_terminals", len(self.terminals) + 1, "distinct terminals",
+                                   **_where(term))
             dfa = build_dfa(term, max_states=self.config.max_dfa_states)
             t = len(self.terminals)
             self.terminal_index[term] = t
@@ -165,6 +168,12 @@ class _Builder:
             lo, hi = expr.min, expr.max
             if lo < 0 or (hi is not None and hi < lo):
                 raise GrammarError(f"bad repetition bounds {{{lo},{hi}}}", rule=owner)
+            budget = current_budget()
+            grows = lo + 2 * (hi - lo if hi is not None else 1)  # symbols and rules this repetition adds
+            budget.check("max_expansion", self.expanded + grows, f"repetition {{{lo},{hi}}}", rule=owner)
+            budget.check("max_rules", len(self.rules) + 1 + (hi - lo if hi is not None else 1),
+                         f"repetition {{{lo},{hi}}}", rule=owner)
+            self.expanded += grows
             item = self.symbol(expr.item, owner)
             prefix = (item,) * lo
             if hi is None:
@@ -228,11 +237,17 @@ class _Builder:
             regular = all(p is not None for p in parts)
             char_level = regular and all(p.n_states <= CHAR_LEVEL_PART_STATES for p in parts)
             limit = self.config.fuse_max_states if char_level else self.config.fuse_max_states_lexemes
-            # a cheap size estimate first: fusing is only worth trying when the parts are small
-            if regular and sum(p.n_states for p in parts) <= 4 * limit:
+            # a cheap size estimate first: fusing is only worth trying when the parts are small. A union
+            # is often far smaller than its parts (300 one-character alternatives: 3 states), and the
+            # subset construction stops at ``limit`` states, so it may try from larger parts.
+            budget = (UNION_PARTS_FACTOR if isinstance(expr, ir.Choice) else 4) * limit
+            if regular and sum(p.n_states for p in parts) <= budget:
                 try:
                     if isinstance(expr, ir.Sequence):
                         dfa = dfa_concat(parts, max_states=limit) if parts else dfa_literal(b"")
+                    elif isinstance(expr, ir.Choice) and all(isinstance(c, ir.Terminal) and _is_literal(c)
+                                                             for c in children):
+                        dfa = dfa_literal_union([c.expr.value for c in children], max_states=limit)
                     elif isinstance(expr, ir.Choice):
                         dfa = dfa_union(parts, max_states=limit)
                     else:
@@ -310,6 +325,7 @@ class _Builder:
                     self.rules.append((nt, alt))
                 while self.pending:
                     self.expand_helper(*self.pending.pop())
+                current_budget().check("max_rules", len(self.rules), "BNF rules", rule=rule.name)
             except DFATooLarge:
                 raise
             except GrammarError as err:
@@ -317,6 +333,19 @@ class _Builder:
                     err.rule = rule.name
                     err.args = (err._format(),)
                 raise
+
+
+MAX_RUN = 16  # terminals fused into one run at most
+
+
+def _where(term: ir.Terminal) -> dict:
+    span = term.span
+    return {} if span is None else {"line": span.line, "column": span.column}
+UNION_PARTS_FACTOR = 64  # a union is tried while its parts have at most this many times the fusion limit's states
+
+
+def _is_literal(term: ir.Terminal) -> bool:
+    return term.kind == ir.TerminalKind.PLAIN and isinstance(term.expr, ir.Literal)
 
 
 def _fuse_terminal_runs(b: _Builder, rules: list[tuple[int, tuple[int, ...]]]) -> list[tuple[int, tuple[int, ...]]]:
@@ -328,21 +357,28 @@ def _fuse_terminal_runs(b: _Builder, rules: list[tuple[int, tuple[int, ...]]]) -
     greedily, left to right, while the DFA stays within ``fuse_max_states``.
     """
     limit = b.config.fuse_max_states
-    memo: dict[tuple[int, ...], int | None] = {}
+    memo: dict[tuple[int, int], int | None] = {}
 
-    def fused(run: tuple[int, ...]) -> int | None:
-        if run not in memo:
-            current_budget().tick("fusing runs of terminals")
-            parts = [b.dfas[t] for t in run]
+    def fused(left: int, right: int) -> int | None:
+        """The terminal of ``left`` then ``right`` (``left`` may itself be a fused run), or None past the limit."""
+        key = (left, right)
+        if key not in memo:
+            current_budget().tick("fusing terminal runs")
+            lt, rt = b.terminals[left], b.terminals[right]
+            if _is_literal(lt) and _is_literal(rt):  # "a" "b" is "ab": a chain, no automaton work
+                memo[key] = b.terminal(ir.Terminal(ir.Literal(lt.expr.value + rt.expr.value)))
+                return memo[key]
+            a, c = b.dfas[left], b.dfas[right]
             dfa = None
-            if sum(d.n_states for d in parts) <= 4 * limit:
+            if a.n_states + c.n_states <= 4 * limit:
                 try:
-                    dfa = dfa_concat(parts, max_states=limit)
+                    dfa = dfa_concat((a, c), max_states=limit)
                 except DFATooLarge:
                     dfa = None
             ok = dfa is not None and dfa.n_states <= limit and not dfa.is_empty()
-            memo[run] = b.fused_terminal(dfa, " ".join(b.terminals[t].name or "?" for t in run)) if ok else None
-        return memo[run]
+            name = f"{b.terminals[left].name or '?'} {b.terminals[right].name or '?'}"
+            memo[key] = b.fused_terminal(dfa, name) if ok else None
+        return memo[key]
 
     out = []
     for lhs, rhs in rules:
@@ -351,7 +387,7 @@ def _fuse_terminal_runs(b: _Builder, rules: list[tuple[int, tuple[int, ...]]]) -
         run_term: int | None = None
         for sym in rhs + (0,):  # a nonterminal sentinel flushes the last run
             if sym < 0 and run:
-                candidate = fused((*run, ~sym)) if len(run) < 64 else None
+                candidate = fused(run_term, ~sym) if len(run) < MAX_RUN else None
                 if candidate is not None:
                     run.append(~sym)
                     run_term = candidate
@@ -409,16 +445,30 @@ def _refs(expr: ir.Expr) -> list[ir.Ref]:
 
 
 def _productive(rules: list[tuple[int, tuple[int, ...]]], empty_terms: set[int]) -> set[int]:
+    """Nonterminals that derive some string: a worklist over rules, linear in the grammar's size."""
+    waiting: list[int] = []  # per rule: nonterminal occurrences not yet known productive
+    users: dict[int, list[int]] = defaultdict(list)  # nonterminal -> rules that mention it (once per occurrence)
     productive: set[int] = set()
-    changed = True
-    while changed:
-        changed = False
-        for lhs, rhs in rules:
-            if lhs in productive:
-                continue
-            if all((s < 0 and ~s not in empty_terms) or (s >= 0 and s in productive) for s in rhs):
-                productive.add(lhs)
-                changed = True
+    ready: list[int] = []
+    for i, (lhs, rhs) in enumerate(rules):
+        if any(s < 0 and ~s in empty_terms for s in rhs):
+            waiting.append(-1)  # never productive
+            continue
+        nts = [s for s in rhs if s >= 0]
+        waiting.append(len(nts))
+        for s in nts:
+            users[s].append(i)
+        if not nts:
+            ready.append(lhs)
+    while ready:
+        nt = ready.pop()
+        if nt in productive:
+            continue
+        productive.add(nt)
+        for i in users.pop(nt, ()):
+            waiting[i] -= 1
+            if waiting[i] == 0:
+                ready.append(rules[i][0])
     return productive
 
 

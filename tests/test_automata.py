@@ -218,8 +218,13 @@ def _fixed_width_bodies():
 
 
 def _ahead_bodies():
-    """Lookahead bodies: anything but lookbehinds (end anchors and nested lookaheads included)."""
-    leaves = _leaf_strategy(ALPHABET, _LOOK_ITEMS, anchors=True, categories=False)
+    """Lookahead bodies: anchors, nested lookaheads and lookbehinds, word boundaries."""
+    leaves = st.one_of(
+        _leaf_strategy(ALPHABET, _LOOK_ITEMS, anchors=True, categories=False),
+        _fixed_width_bodies().map("(?<={})".format),
+        _fixed_width_bodies().map("(?<!{})".format),
+        st.sampled_from(["\\b", "\\B"]),
+    )
 
     def extend(children):
         return st.one_of(_extend(children), children.map("(?={})".format), children.map("(?!{})".format))
@@ -274,10 +279,16 @@ def test_random_lookaround_regex_agrees_with_re(source, flags):
         ("a$b", ""),
         ("a$\\n", ""),
         ("(?i)(?!k)\\w+", ""),
+        ("(?!.*\\bab\\b).*", ""),  # a word boundary inside a lookahead
+        ("(?:(?=(?<=a)b).)+", ""),
+        ("(?=.*(?<!a)b$).*", ""),
     ],
 )
 def test_lookaround_features_agree_with_re(source, flags):
-    corpus = Corpus(b"ab\nc1\xc3\xa9", 4, char_alphabet="ab\n1éK\u212a", char_len=4)
+    _check_with_re(source, flags, Corpus(b"ab\nc1\xc3\xa9", 4, char_alphabet="ab\n1éK\u212a", char_len=4))
+
+
+def _check_with_re(source: str, flags: str, corpus) -> None:
     bits = sum(getattr(re, f.upper()) for f in flags)
     dfa = rx(source, flags)
     assert_agrees_with_re(dfa, source, corpus, bits)
@@ -319,11 +330,7 @@ def test_random_case_insensitive_regex_agrees_with_re(source, flags):
     ],
 )
 def test_regex_features_agree_with_re(source, flags):
-    corpus = Corpus(b"ab\nc1\xc3\xa9\xd9\xa3\xff", 3, char_alphabet="ab\n1é٣ßSsẞ", char_len=3)
-    bits = sum(getattr(re, f.upper()) for f in flags)
-    dfa = rx(source, flags)
-    assert_agrees_with_re(dfa, source, corpus, bits)
-    assert_well_formed(dfa)
+    _check_with_re(source, flags, Corpus(b"ab\nc1\xc3\xa9\xd9\xa3\xff", 3, char_alphabet="ab\n1é٣ßSsẞ", char_len=3))
 
 
 # -------------------------------------------------------------- canonical
@@ -469,11 +476,48 @@ def test_state_limit_raises_fast():
     assert rx("a{0,1000}").n_states == 1001
 
 
+# Hostile terminals: refused from an estimate (copies x fragment size, shortest or
+# longest word) before the NFA or DFA is built; each well under a second.
+HOSTILE = [
+    "((a{100}){100}){100}",
+    "(a{1000}){1000}",
+    "a{65535}",
+    "a{0,65535}",
+    "(ab){2,50000}",
+    "(a|b){0,30000}c",
+    "(?:\\w{1,20}){1,500}",
+    "(?:[a-z]x{50}|[0-9]y{50}|[A-Z]z{50}){300}",
+]
+
+
+@pytest.mark.parametrize("source", HOSTILE)
+def test_hostile_repetition_is_refused_before_building(source: str) -> None:
+    started = time.perf_counter()
+    with pytest.raises(DFATooLarge, match="terminal hostile: (N|D)FA exceeds the limit") as info:
+        build_dfa(ir.Terminal(ir.Pattern(source), name="hostile", span=ir.Span(3, 7)))
+    assert (info.value.line, info.value.column) == (3, 7)
+    assert time.perf_counter() - started < 1.0
+
+
+def test_repetition_estimates_keep_what_fits() -> None:
+    # just under the limits: built, and exact
+    assert rx("a{9998}").n_states == 10000 - 1
+    assert rx("(?:a+){0,60000}").n_states == 1  # (Y+){0,n} is Y*: merged, never copied
+    assert rx("(?:(?:ab){2,}){3,60000}").n_states == rx("(?:ab){6,}").n_states
+    for source in ["(?:(?:ab)+){2,3}", "(?:(?:ab)*){0,2}c", "(?:(?:ab){2,}){0,3}", "(?:a{0,}){2,}b"]:
+        dfa = rx(source)
+        for n in range(9):
+            for chars in itertools.product("abc", repeat=n):
+                text = "".join(chars)
+                assert dfa.matches(text.encode()) == (re.fullmatch(source, text) is not None), (source, text)
+    assert rx("(?:a|b){0,4000}").n_states == 4001
+    assert rx("(?:(?=a)a){3000}").n_states == 3001  # a guarded item is left to the subset construction
+
+
 @pytest.mark.parametrize(
     "source,fragment",
     [
         ("a(b", "unterminated"),
-        ("(?=(?<=a)b)", "lookbehind inside a lookahead"),
         ("(?<=a(?=b))b", "lookahead inside a lookbehind"),
         ("(?<=a$)b", "end anchor"),
         ("(a)\\1", "backreference"),

@@ -12,7 +12,7 @@ meaning of KBNF ``#e``, ``#ex`` and ``#substrs``, as observed in ``kbnf``).
 """
 from __future__ import annotations
 
-from .build import build_dfa, dfa_concat, dfa_literal, dfa_repeat, dfa_union, regexpr_to_dfa
+from .build import build_dfa, dfa_concat, dfa_literal, dfa_literal_union, dfa_repeat, dfa_union, regexpr_to_dfa
 from .dfa import ByteDFA
 
 __all__ = [
@@ -20,6 +20,7 @@ __all__ = [
     "build_dfa",
     "dfa_concat",
     "dfa_literal",
+    "dfa_literal_union",
     "dfa_repeat",
     "dfa_union",
     "regexpr_to_dfa",

@@ -10,7 +10,7 @@ from ..errors import DFATooLarge, GrammarError
 from . import kinds
 from .dfa import ByteDFA, StateLimit, determinize, finalize, from_table
 from .guarded import AFTER_NL, AT_START, OTHER, determinize_guarded
-from .nfa import NFA, DFALeaf, InvalidExpr, NFATooLarge, Node
+from .nfa import NFA, DFALeaf, InvalidExpr, NFATooLarge, Node, WordTooLong
 from .regex import BOL, BOS, Anchor, Look, RegexError, translate
 
 DEFAULT_MAX_STATES = 10_000
@@ -73,12 +73,12 @@ class _LookBodies:
     """The DFAs of an NFA's lookaround bodies, for ``guarded.determinize_guarded``.
 
     A lookahead at position k holds when the rest of the input is in
-    ``body Σ*``; it sees the input to its very end, so end anchors inside
-    it mean the end of the input, and start anchors read the context of k
-    (one DFA per context, when the body has any). A lookbehind holds when
-    the input so far is in ``Σ* body``. Lookbehinds inside lookaheads, and
-    lookaheads or end anchors inside lookbehinds, would need the input on
-    the other side of k: refused.
+    ``body Σ*``: it sees the input to its very end, so end anchors inside it
+    mean the end of the input; start anchors read the context of k, and
+    lookbehinds inside it the trackers' states at k (one DFA per such
+    variant, compiled when first needed). A lookbehind holds when the input
+    so far is in ``Σ* body``. Lookaheads or end anchors inside a lookbehind
+    would need the input after k: refused.
     """
 
     def __init__(self, looks: list[Look], max_states: int, nfa_limit: int, ctx: "_Context") -> None:
@@ -86,32 +86,84 @@ class _LookBodies:
         self.max_states = max_states
         self.nfa_limit = nfa_limit
         self.ctx = ctx
+        self._ahead: dict[tuple, ByteDFA | None] = {}
+        self._behind: dict[Look, ByteDFA | None] = {}
+        self._info: dict[int, tuple] = {}
 
-    def _dfa(self, root, start_ctx: int) -> ByteDFA:
-        return _determinized(root, self.max_states, self.nfa_limit, self.ctx, start_ctx=start_ctx)
+    def _ahead_info(self, index: int) -> tuple:
+        """(reads start anchors, nested lookbehinds, byte ranges) of lookahead ``index``."""
+        if index not in self._info:
+            reads_start, trackers, ranges = False, [], set()
+            stack = [self.looks[index].body]
+            while stack:
+                body = stack.pop()
+                nfa = NFA(self.nfa_limit)
+                nfa.build(body, _no_pattern)
+                ranges.update((lo, hi) for edges in nfa.edges for lo, hi, _ in edges)
+                reads_start |= any(k in (BOS, BOL) for gs in nfa.guards.values() for k, _ in gs)
+                for look in nfa.looks:
+                    if look.behind:
+                        trackers.append(look)
+                    else:
+                        stack.append(look.body)
+            self._info[index] = (reads_start, tuple(dict.fromkeys(trackers)), ranges)
+        return self._info[index]
 
-    def ahead(self, index: int) -> tuple:
-        look = self.looks[index]
-        nodes = list(_walk(look.body))
-        if any(isinstance(x, Look) and x.behind for x in nodes):
-            raise InvalidExpr("a lookbehind inside a lookahead is not supported")
-        reads_start = any(isinstance(x, Anchor) and x.kind in (BOS, BOL) for x in nodes)
-        root = ir.Concat((look.body, _ANY_BYTES))
-        per_ctx = {}
-        for c in (AT_START, AFTER_NL, OTHER) if reads_start else (OTHER,):
-            dfa = self._dfa(root, c)
-            per_ctx[c] = complement_bytes(dfa) if look.negated else dfa
-        return tuple(per_ctx.get(c, per_ctx[OTHER]) for c in (AT_START, AFTER_NL, OTHER))
+    def ahead_trackers(self, index: int) -> tuple:
+        return self._ahead_info(index)[1]
 
-    def behind(self, index: int) -> ByteDFA | None:
-        look = self.looks[index]
-        for x in _walk(look.body):
-            if isinstance(x, Look) and not x.behind:
-                raise InvalidExpr("a lookahead inside a lookbehind is not supported")
-            if isinstance(x, Anchor) and x.kind not in (BOS, BOL):
-                raise InvalidExpr("an end anchor ($, \\Z) inside a lookbehind is not supported")
-        dfa = self._dfa(ir.Concat((_ANY_BYTES, look.body)), AT_START)
-        return dfa if dfa.n_states else None
+    def ahead_ranges(self, index: int) -> set:
+        return self._ahead_info(index)[2]
+
+    def ahead(self, index: int, ctx: int, start_lb: dict) -> ByteDFA | None:
+        reads_start, trackers, _ = self._ahead_info(index)
+        key = (index, ctx if reads_start else OTHER, tuple(start_lb.get(t, 0) for t in trackers))
+        if key not in self._ahead:
+            look = self.looks[index]
+            root = ir.Concat((look.body, _ANY_BYTES))
+            if reads_start or trackers:
+                dfa = _determinized(root, self.max_states, self.nfa_limit, self.ctx, start_ctx=key[1], start_lb=start_lb)
+            else:
+                dfa = self._shared(root, OTHER)
+            if look.negated:
+                dfa = complement_bytes(dfa)
+            self._ahead[key] = dfa if dfa.n_states else None
+        return self._ahead[key]
+
+    def behind(self, look: Look) -> ByteDFA | None:
+        if look not in self._behind:
+            for x in _walk(look.body):
+                if isinstance(x, Look) and not x.behind:
+                    raise InvalidExpr("a lookahead inside a lookbehind is not supported")
+                if isinstance(x, Anchor) and x.kind not in (BOS, BOL):
+                    raise InvalidExpr("an end anchor ($, \\Z) inside a lookbehind is not supported")
+            dfa = self._shared(ir.Concat((_ANY_BYTES, look.body)), AT_START)
+            self._behind[look] = dfa if dfa.n_states else None
+        return self._behind[look]
+
+    def _shared(self, root: ir.Concat, start_ctx: int) -> ByteDFA:
+        """The DFA of a body that reads no context, shared across compilations (``\\b``'s ``\\w`` recurs)."""
+        return _memo(
+            _BODY_CACHE,
+            _BODY_CACHE_SIZE,
+            (root, start_ctx, self.max_states),
+            lambda: _determinized(root, self.max_states, self.nfa_limit, self.ctx, start_ctx=start_ctx),
+        )
+
+
+_BODY_CACHE: dict[tuple, ByteDFA] = {}
+_BODY_CACHE_SIZE = 256
+
+
+def _memo(cache: dict, size: int, key, make):
+    """``cache[key]``, made by ``make()`` when missing; the cache is emptied when it holds ``size`` entries."""
+    hit = cache.get(key)
+    if hit is None:
+        hit = make()
+        if len(cache) >= size:
+            cache.clear()
+        cache[key] = hit
+    return hit
 
 
 def complement_bytes(dfa: ByteDFA) -> ByteDFA:
@@ -140,19 +192,32 @@ def _compile(root: Node, max_states: int, ctx: _Context) -> ByteDFA:
 
 
 def _determinized(
-    root: Node, max_states: int, nfa_limit: int, ctx: _Context, on_pattern=None, start_ctx: int = AT_START
+    root: Node,
+    max_states: int,
+    nfa_limit: int,
+    ctx: _Context,
+    on_pattern=None,
+    start_ctx: int = AT_START,
+    start_lb: dict | None = None,
 ) -> ByteDFA:
-    nfa = NFA(nfa_limit)
+    nfa = NFA(nfa_limit, max_states)
     try:
         start, accept = nfa.build(root, on_pattern or _no_pattern)
+        if not nfa.guards:
+            # a DFA needs a state per byte of its shortest word: refuse before determinizing
+            shortest = nfa.shortest_accepted(start, accept)
+            if shortest is not None and shortest >= max_states:
+                raise WordTooLong(max_states)
         if nfa.guards:
             bodies = _LookBodies(nfa.looks, max_states, nfa_limit, ctx)
-            table, accepting, class_of_byte = determinize_guarded(nfa, start, accept, max_states, bodies, start_ctx)
+            table, accepting, class_of_byte = determinize_guarded(
+                nfa, start, accept, max_states, bodies, start_ctx, start_lb
+            )
         else:
             table, accepting, class_of_byte = determinize(nfa, start, accept, max_states)
     except NFATooLarge:
         raise ctx.too_large(nfa_limit, "NFA") from None
-    except StateLimit:
+    except (StateLimit, WordTooLong):
         raise ctx.too_large(max_states) from None
     except InvalidExpr as e:
         raise ctx.error(str(e)) from None
@@ -186,18 +251,10 @@ def build_dfa(terminal: ir.Terminal, *, max_states: int = DEFAULT_MAX_STATES) ->
     Raises ``DFATooLarge`` past ``max_states`` and ``GrammarError`` for a bad
     or unsupported regex. The empty language is returned, not raised.
     """
-    flat = isinstance(terminal.expr, (ir.Pattern, ir.Literal))  # cheap to hash
-    if flat:
+    if isinstance(terminal.expr, (ir.Pattern, ir.Literal)):  # cheap to hash
         key = (terminal.expr, terminal.kind, max_states)
-        hit = _FLAT_CACHE.get(key)
-        if hit is not None:
-            return hit
-    dfa = _build_terminal(terminal, max_states)
-    if flat:
-        if len(_FLAT_CACHE) >= _FLAT_CACHE_SIZE:
-            _FLAT_CACHE.clear()
-        _FLAT_CACHE[key] = dfa
-    return dfa
+        return _memo(_FLAT_CACHE, _FLAT_CACHE_SIZE, key, lambda: _build_terminal(terminal, max_states))
+    return _build_terminal(terminal, max_states)
 
 
 # Terminals written as one regex or literal recur (every string field of a
@@ -215,6 +272,10 @@ def _build_terminal(terminal: ir.Terminal, max_states: int) -> ByteDFA:
             return kinds.literal_substrings(terminal.expr.value, max_states)
         except StateLimit:
             raise ctx.too_large(max_states) from None
+    if kind == ir.TerminalKind.PLAIN and isinstance(terminal.expr, ir.Literal):  # a chain: no subset construction
+        if len(terminal.expr.value) + 1 > max_states:
+            raise ctx.too_large(max_states)
+        return dfa_literal(terminal.expr.value)
     base = _compile(terminal.expr, max_states, ctx)
     try:
         if kind == ir.TerminalKind.PLAIN:
@@ -243,6 +304,40 @@ def dfa_literal(data: bytes) -> ByteDFA:
     accepting = np.zeros(n + 1, dtype=bool)
     accepting[n] = True
     return ByteDFA(t, accepting)
+
+
+def dfa_literal_union(values: Sequence[bytes], *, max_states: int = DEFAULT_MAX_STATES,
+                      max_trie_states: int | None = None) -> ByteDFA:
+    """Exactly one of ``values``: built as a trie, then minimized (no subset construction).
+
+    A union of many literals (300 one-character alternatives, 2,000 enum words)
+    has a trie as large as its bytes but a minimal DFA often of a few states; the
+    subset construction would stop at ``max_states`` before minimizing. The trie
+    may have up to ``max_trie_states`` (default ``64 * max_states``) states.
+    """
+    cap = 64 * max_states if max_trie_states is None else max_trie_states
+    children: list[dict[int, int]] = [{}]
+    final = [False]
+    for value in values:
+        node = 0
+        for byte in value:
+            nxt = children[node].get(byte)
+            if nxt is None:
+                if len(children) >= cap:
+                    raise DFATooLarge(f"dfa_literal_union: the trie of {len(values)} literals exceeds {cap} states")
+                nxt = children[node][byte] = len(children)
+                children.append({})
+                final.append(False)
+            node = nxt
+        final[node] = True
+    table = np.full((len(children), 256), -1, dtype=np.int64)
+    for node, edges in enumerate(children):
+        if edges:
+            table[node, list(edges)] = list(edges.values())
+    dfa = finalize(table, np.array(final, dtype=bool), np.arange(256))
+    if dfa.n_states > max_states:
+        raise DFATooLarge(f"dfa_literal_union: DFA exceeds the limit of {max_states} states")
+    return dfa
 
 
 def dfa_concat(parts: Sequence[ByteDFA], *, max_states: int = DEFAULT_MAX_STATES) -> ByteDFA:

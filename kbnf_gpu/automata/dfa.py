@@ -14,6 +14,7 @@ from functools import cached_property
 
 import numpy as np
 
+from ..budget import current_budget
 from .nfa import NFA
 
 
@@ -196,8 +197,10 @@ def determinize(nfa: NFA, start: int, accept: int, max_states: int) -> tuple[np.
     sets = [first]
     rows: list[list[int]] = []
     cache: dict[frozenset, frozenset] = {}
+    budget = current_budget()
     i = 0
     while i < len(sets):
+        budget.tick("determinizing a terminal")
         moves: dict[int, list[int]] = {}
         for s in sets[i]:
             d = succ[s]
@@ -310,7 +313,9 @@ def _hopcroft(T: np.ndarray, labels: list[int]) -> list[int]:
             block_of[s] = i
     work = list(range(len(blocks)))
     in_work = set(work)
+    budget = current_budget()
     while work:
+        budget.tick("minimizing a terminal's DFA")
         a = work.pop()
         in_work.discard(a)
         splitter = list(blocks[a])

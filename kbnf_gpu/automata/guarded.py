@@ -43,11 +43,18 @@ AT_START, AFTER_NL, OTHER = 0, 1, 2
 class LookBodies(Protocol):
     """Compiles the bodies of an NFA's lookarounds (``build.py`` provides it)."""
 
-    def ahead(self, index: int) -> tuple:
-        """Per context (``AT_START, AFTER_NL, OTHER``): the DFA of the suffixes the lookahead allows."""
+    def ahead(self, index: int, ctx: int, start_lb: dict):
+        """The DFA of the suffixes lookahead ``index`` allows at a position of context ``ctx``
+        where the lookbehind trackers ``start_lb`` (``Look -> state``) stand; ``None``: no suffix."""
 
-    def behind(self, index: int):
-        """The DFA of ``Σ* body`` (``None``: the body matches nothing)."""
+    def ahead_trackers(self, index: int) -> tuple:
+        """The lookbehinds inside lookahead ``index`` (through nested lookaheads)."""
+
+    def ahead_ranges(self, index: int) -> set:
+        """Byte ranges ``(lo, hi)`` that every DFA ``ahead(index, ...)`` treats as one."""
+
+    def behind(self, look):
+        """The DFA of ``Σ* body`` of lookbehind ``look`` (``None``: the body matches nothing)."""
 
 
 class _Aux:
@@ -84,21 +91,25 @@ def determinize_guarded(
     max_states: int,
     bodies: LookBodies | None,
     start_ctx: int = AT_START,
+    start_lb: dict | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Subset construction over threads (see the module docstring).
 
+    ``start_ctx`` and ``start_lb`` (lookbehind tracker states) describe the
+    position the input starts at: a lookahead body is compiled this way.
     Returns ``(table[n, k], accepting[n], class_of_byte[256])`` like ``dfa.determinize``.
     """
     budget = current_budget()
     looks = nfa.looks
-    ahead = {i: bodies.ahead(i) for i, lk in enumerate(looks) if not lk.behind} if looks else {}
-    behind_at = {i: j for j, i in enumerate(i for i, lk in enumerate(looks) if lk.behind)}
-    behind_dfas = [bodies.behind(i) for i in behind_at] if behind_at else []
-
-    base, _ = byte_classes(nfa, extra=((10, 10),))
-    tables = [d.transitions for ds in ahead.values() for d in set(ds) if d is not None]
-    tables += [d.transitions for d in behind_dfas if d is not None]
-    class_of_byte = refine_classes(base, tables)
+    aheads = [i for i, lk in enumerate(looks) if not lk.behind]
+    trackers = list(dict.fromkeys([lk for lk in looks if lk.behind] + [t for i in aheads for t in bodies.ahead_trackers(i)]))
+    track_pos = {t: j for j, t in enumerate(trackers)}
+    lb = [bodies.behind(t) for t in trackers]
+    extra = {(10, 10)}
+    for i in aheads:
+        extra |= bodies.ahead_ranges(i)
+    base, _ = byte_classes(nfa, extra=tuple(sorted(extra)))
+    class_of_byte = refine_classes(base, [d.transitions for d in lb if d is not None])
     k = int(class_of_byte.max()) + 1
     reps = np.array([int(np.flatnonzero(class_of_byte == c)[0]) for c in range(k)])
     nl = int(class_of_byte[10])
@@ -113,23 +124,25 @@ def determinize_guarded(
                 d.setdefault(c, []).append(t)
         succ.append(d)
 
-    # lookahead DFAs: aux[d]; ahead_ids[i][ctx] -> d (None: the lookahead never holds)
+    lb_aux = [_Aux(d, reps) if d is not None else None for d in lb]
+    lb_of_look = {i: track_pos[lk] for i, lk in enumerate(looks) if lk.behind}
+    negated = [lk.negated for lk in looks]
+    ahead_tracks = {i: [track_pos[t] for t in bodies.ahead_trackers(i)] for i in aheads}
+
+    # lookahead DFAs, compiled when first needed: aux[d]; obligation_dfa[(i, ctx, tracker states)] -> d or None
     aux: list[_Aux] = []
-    aux_of: dict[int, int] = {}
-    ahead_ids: dict[int, tuple] = {}
-    for i, per_ctx in ahead.items():
-        ids = []
-        for dfa in per_ctx:
+    obligation_dfa: dict[tuple, int | None] = {}
+
+    def obligation(i: int, ctx: int, lbvec: tuple) -> int | None:
+        key = (i, ctx, tuple(lbvec[j] for j in ahead_tracks[i]))
+        if key not in obligation_dfa:
+            dfa = bodies.ahead(i, ctx, {trackers[j]: lbvec[j] for j in ahead_tracks[i]})
             if dfa is None or dfa.n_states == 0:
-                ids.append(None)
-                continue
-            if id(dfa) not in aux_of:
-                aux_of[id(dfa)] = len(aux)
+                obligation_dfa[key] = None
+            else:
+                obligation_dfa[key] = len(aux)
                 aux.append(_Aux(dfa, reps))
-            ids.append(aux_of[id(dfa)])
-        ahead_ids[i] = tuple(ids)
-    lb = [_Aux(d, reps) if d is not None and d.n_states else None for d in behind_dfas]
-    lb_negated = [looks[i].negated for i in behind_at]
+        return obligation_dfa[key]
 
     eps, guards = nfa.eps, nfa.guards
 
@@ -142,13 +155,13 @@ def determinize_guarded(
             for g, t in guards.get(s, ()):
                 if g >= LOOK_BASE:
                     i = g - LOOK_BASE
-                    j = behind_at.get(i)
+                    j = lb_of_look.get(i)
                     if j is not None:
                         q = lbvec[j]
-                        if (q >= 0 and lb[j].accepting[q]) != lb_negated[j]:
+                        if (q >= 0 and lb_aux[j].accepting[q]) != negated[i]:
                             out.append((t, mode, obls))
                         continue
-                    d = ahead_ids[i][ctx]
+                    d = obligation(i, ctx, lbvec)
                     if d is None:
                         continue
                     if aux[d].universal[0]:
@@ -175,7 +188,7 @@ def determinize_guarded(
         key = (obls, c)
         if key in step_memo:
             return step_memo[key]
-        out = set()
+        out: set | None = set()
         for d, q in obls:
             a = aux[d]
             r = a.rows[q][c]
@@ -188,11 +201,13 @@ def determinize_guarded(
         step_memo[key] = res
         return res
 
-    lbvec0 = tuple(0 if a is not None else -1 for a in lb)
+    start_lb = start_lb or {}
+    lbvec0 = tuple(-1 if a is None else start_lb.get(t, 0) for t, a in zip(trackers, lb_aux))
     first = (lbvec0, closure([(start, FREE, frozenset())], start_ctx, lbvec0))
     ids = {first: 0}
     order = [first]
     rows: list[list[int]] = []
+    closure_memo: dict[tuple, frozenset] = {}
     i = 0
     while i < len(order):
         budget.tick("building a lookaround automaton")
@@ -215,10 +230,12 @@ def determinize_guarded(
                 m.update((t, new_mode, new_obls) for t in ts)
         row = [-1] * k
         for c, ts in moves.items():
-            nxt_lb = tuple(-1 if q < 0 else a.rows[q][c] for a, q in zip(lb, lbvec))
-            target = (nxt_lb, closure(ts, AFTER_NL if c == nl else OTHER, nxt_lb))
-            if not target[1]:
-                continue
+            nxt_lb = tuple(-1 if q < 0 else a.rows[q][c] for a, q in zip(lb_aux, lbvec))
+            key = (frozenset(ts), c == nl, nxt_lb)
+            closed = closure_memo.get(key)
+            if closed is None:
+                closed = closure_memo[key] = closure(ts, AFTER_NL if c == nl else OTHER, nxt_lb)
+            target = (nxt_lb, closed)
             j = ids.get(target)
             if j is None:
                 j = ids[target] = len(order)

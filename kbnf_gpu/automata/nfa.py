@@ -10,12 +10,14 @@ Construction uses an explicit stack: depth of the tree does not matter.
 """
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass
 from typing import Callable, Union
 
 import numpy as np
 
 from .. import ir
+from ..budget import current_budget
 from .regex import Anchor, Look
 from .utf8 import utf8_sequences
 
@@ -26,6 +28,10 @@ CONTINUATION = (0x80, 0xBF)
 
 class NFATooLarge(Exception):
     """The NFA grew past its state limit (turned into ``DFATooLarge`` by the caller)."""
+
+
+class WordTooLong(Exception):
+    """Every word is at least ``dfa_limit`` bytes long: no DFA within the limit exists."""
 
 
 class InvalidExpr(Exception):
@@ -46,7 +52,8 @@ LOOK_BASE = 16
 
 
 class NFA:
-    def __init__(self, max_states: int) -> None:
+    def __init__(self, max_states: int, dfa_limit: int | None = None) -> None:
+        self.dfa_limit = dfa_limit
         self.eps: list[list[int]] = []
         self.edges: list[list[tuple[int, int, int]]] = []
         self.guards: dict[int, list[tuple[int, int]]] = {}
@@ -64,6 +71,50 @@ class NFA:
         self.eps.append([])
         self.edges.append([])
         return len(self.eps) - 1
+
+    def shortest_accepted(self, start: int, accept: int) -> int | None:
+        """Fewest bytes on a path from ``start`` to ``accept`` (0-1 BFS; guards count as ε)."""
+        dist = {start: 0}
+        queue = deque([(0, start)])
+        while queue:
+            d, s = queue.popleft()
+            if d > dist[s]:
+                continue  # a stale entry
+            if s == accept:
+                return d
+            for t in self.eps[s] + [t for _, t in self.guards.get(s, ())]:
+                if dist.get(t, d + 1) > d:
+                    dist[t] = d
+                    queue.appendleft((d, t))
+            for _, _, t in self.edges[s]:
+                if dist.get(t, d + 2) > d + 1:
+                    dist[t] = d + 1
+                    queue.append((d + 1, t))
+        return None
+
+    def _acyclic(self, a: int, b: int) -> bool:
+        """Whether the closed fragment of states ``a..b-1`` has no cycle (iterative DFS)."""
+        color = [0] * (b - a)  # 0 new, 1 on the stack, 2 done
+        for root in range(a, b):
+            if color[root - a]:
+                continue
+            stack = [(root, iter(self._succ(root)))]
+            color[root - a] = 1
+            while stack:
+                s, it = stack[-1]
+                t = next(it, None)
+                if t is None:
+                    color[s - a] = 2
+                    stack.pop()
+                elif color[t - a] == 1:
+                    return False
+                elif color[t - a] == 0:
+                    color[t - a] = 1
+                    stack.append((t, iter(self._succ(t))))
+        return True
+
+    def _succ(self, s: int) -> list[int]:
+        return self.eps[s] + [t for _, _, t in self.edges[s]]
 
     def copy_range(self, a: int, b: int) -> int:
         """Append a copy of states ``a..b-1`` (a closed fragment); returns the offset."""
@@ -179,6 +230,15 @@ class NFA:
 
         if hi == 0:
             return self.epsilon()
+        # estimate before copying: the copies' states, and the words' length
+        if self.n + (end_mark - mark) * copies_needed > self.max_states:
+            raise NFATooLarge(self.max_states)
+        if self.dfa_limit is not None and (hi or lo) > 1 and not any(s in self.guards for s in range(mark, end_mark)):
+            shortest = self.shortest_accepted(fs, fe) or 0
+            if lo * shortest >= self.dfa_limit:
+                raise WordTooLong(self.dfa_limit)
+            if hi is not None and hi * shortest >= self.dfa_limit and self._acyclic(mark, end_mark):
+                raise WordTooLong(self.dfa_limit)  # a finite language of words this long
         copies = [frag] + [copy() for _ in range(copies_needed)]
         start = self.new_state()
         cur = start
@@ -211,7 +271,9 @@ class NFA:
         """Build ``root``; ``on_pattern`` turns a ``Pattern`` into a node to build instead."""
         results: list[Fragment] = []
         stack: list = [(root, False, 0)]
+        budget = current_budget()
         while stack:
+            budget.tick("building a terminal's NFA")
             node, expanded, mark = stack.pop()
             if isinstance(node, ir.Pattern):
                 stack.append((on_pattern(node), False, 0))
@@ -229,6 +291,8 @@ class NFA:
             elif isinstance(node, DFALeaf):
                 results.append(self.dfa(node.dfa))
             elif not expanded:
+                if isinstance(node, ir.Repeat):
+                    node = _merged_repeat(node)
                 children = _children(node)
                 stack.append((node, True, self.n))
                 for child in reversed(children):
@@ -265,6 +329,20 @@ class NFA:
             frag = results.pop()
             return self.repeat(frag, mark, node.min, node.max)
         raise InvalidExpr(f"not a regular expression node: {type(node).__name__}")
+
+
+def _merged_repeat(node: ir.Repeat) -> ir.Repeat:
+    """``(Y{a,}){lo,hi}`` as ``Y{lo*a,}`` where the two mean the same (``(a+){0,9999}`` is ``a*``).
+
+    Copying the unbounded item ``hi`` times would only make the subset
+    construction slow (every subset holds every copy).
+    """
+    while isinstance(node.item, ir.Repeat) and node.item.max is None and node.max != 0:
+        inner = node.item
+        if not isinstance(inner.min, int) or not isinstance(node.min, int) or not (node.min >= 1 or inner.min <= 1):
+            break
+        node = ir.Repeat(inner.item, node.min * inner.min, None)
+    return node
 
 
 def _children(node: Node) -> tuple:

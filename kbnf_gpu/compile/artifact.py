@@ -111,6 +111,8 @@ def load_compiled(path: str | os.PathLike[str], vocab: Vocabulary) -> CompiledGr
         header = json.loads(body[start : start + head_len].decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError):
         raise _fail(path, "unreadable header") from None
+    if not isinstance(header, dict):
+        raise _fail(path, "unreadable header")
     version = header.get("format_version")
     if not isinstance(version, int) or version > FORMAT_VERSION:
         raise _fail(path, f"format version {version} is newer than this kbnf_gpu supports ({FORMAT_VERSION}); "
@@ -120,15 +122,15 @@ def load_compiled(path: str | os.PathLike[str], vocab: Vocabulary) -> CompiledGr
                           "for this tokenizer")
     payload = memoryview(body)[start + head_len :]
     arrays: dict[str, np.ndarray] = {}
-    for entry in header["arrays"]:
-        if entry["dtype"] not in _DTYPES:
-            raise _fail(path, f"array {entry['name']!r} has unsupported dtype {entry['dtype']!r}")
-        lo, n = int(entry["offset"]), int(entry["nbytes"])
-        if lo < 0 or lo + n > len(payload):
-            raise _fail(path, f"array {entry['name']!r} lies outside the file")
-        array = np.frombuffer(payload[lo : lo + n], dtype=np.dtype(entry["dtype"]))
-        arrays[entry["name"]] = array.reshape(entry["shape"])
     try:
+        for entry in header["arrays"]:
+            if entry["dtype"] not in _DTYPES:
+                raise _fail(path, f"array {entry['name']!r} has unsupported dtype {entry['dtype']!r}")
+            lo, n = int(entry["offset"]), int(entry["nbytes"])
+            if lo < 0 or n < 0 or lo + n > len(payload):
+                raise _fail(path, f"array {entry['name']!r} lies outside the file")
+            array = np.frombuffer(payload[lo : lo + n], dtype=np.dtype(entry["dtype"]))
+            arrays[str(entry["name"])] = array.reshape([int(d) for d in entry["shape"]])  # never allocates
         n_terms = len(header["terminals"])
         dfas = tuple(ByteDFA(arrays[f"dfa{t}_transitions"], arrays[f"dfa{t}_accepting"]) for t in range(n_terms))
         bnf = BnfGrammar(
@@ -142,15 +144,19 @@ def load_compiled(path: str | os.PathLike[str], vocab: Vocabulary) -> CompiledGr
             nullable=frozenset(int(n) for n in header["nullable"]),
         )
         _validate(bnf)
-        known = {f.name for f in fields(CompileConfig)}
+        if header["end_mode"] not in ("eos", "eager"):
+            raise ValueError(f"unknown end mode {header['end_mode']!r}")
+        known = {f.name for f in fields(CompileConfig)} - {"cache_dir"}  # a file never picks where we write
         config = CompileConfig(**{k: v for k, v in header["config"].items() if k in known})
         tables = None
         if header.get("has_tables"):
             tables = GrammarTables.from_arrays(
                 bnf, as_trie(vocab), table_cache(config.cache_dir, config.sparse_limit),
                 {k[len("tables_"):]: v for k, v in arrays.items() if k.startswith("tables_")})
-    except (KeyError, ValueError, TypeError, IndexError) as err:
-        raise _fail(path, f"malformed contents ({err})") from None
+    except ArtifactError:
+        raise
+    except (KeyError, ValueError, TypeError, IndexError, AttributeError, OverflowError) as err:
+        raise _fail(path, f"malformed contents ({type(err).__name__}: {err})") from None
     return CompiledGrammar(bnf, vocab, config=config, end_mode=header["end_mode"],
                            source_hash=header.get("grammar_hash", ""), tables=tables)
 

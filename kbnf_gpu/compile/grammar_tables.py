@@ -40,58 +40,68 @@ def table_cache(directory: str | None, sparse_limit: int) -> TableCache:
     return cache
 
 
+def _propagate(sets: list[set[int]], edges: dict[int, set[int]]) -> None:
+    """Close ``sets`` under ``sets[dst] |= sets[src]`` for every edge ``src -> dst`` (a worklist: each set
+    flows on only when it grew, so a chain of n rules costs O(n), not n passes over the grammar)."""
+    work = list(edges)
+    queued = set(work)
+    while work:
+        src = work.pop()
+        queued.discard(src)
+        values = sets[src]
+        for dst in edges.get(src, ()):
+            target = sets[dst]
+            if not values <= target:
+                target |= values
+                if dst in edges and dst not in queued:
+                    queued.add(dst)
+                    work.append(dst)
+
+
 def terminal_follow(grammar: BnfGrammar) -> list[set[int]]:
     """For each terminal, the terminals that can start right after it (static FOLLOW over BNF)."""
     n_nt = len(grammar.nonterminals)
     nullable_t = [d.nullable for d in grammar.dfas]
     nullable_nt = grammar.nullable
+
+    def nullable(sym: int) -> bool:
+        return nullable_t[~sym] if sym < 0 else sym in nullable_nt
+
     first: list[set[int]] = [set() for _ in range(n_nt)]
-
-    def seq_first(rhs: tuple[int, ...]) -> tuple[set[int], bool]:
-        out: set[int] = set()
-        for s in rhs:
-            if s < 0:
-                out.add(~s)
-                if not nullable_t[~s]:
-                    return out, False
-            else:
-                out |= first[s]
-                if s not in nullable_nt:
-                    return out, False
-        return out, True
-
-    changed = True
-    while changed:
-        changed = False
-        for rule in grammar.rules:
-            f, _ = seq_first(rule.rhs)
-            if not f <= first[rule.lhs]:
-                first[rule.lhs] |= f
-                changed = True
-    follow_nt: list[set[int]] = [set() for _ in range(n_nt)]
-    changed = True
-    while changed:
-        changed = False
-        for rule in grammar.rules:
-            for i, s in enumerate(rule.rhs):
-                if s < 0:
-                    continue
-                f, rest_nullable = seq_first(rule.rhs[i + 1 :])
-                if rest_nullable:
-                    f = f | follow_nt[rule.lhs]
-                if not f <= follow_nt[s]:
-                    follow_nt[s] |= f
-                    changed = True
-    follow_t: list[set[int]] = [set() for _ in grammar.terminals]
+    first_edges: dict[int, set[int]] = {}  # s -> lhs: FIRST(s) is in FIRST(lhs)
     for rule in grammar.rules:
-        for i, s in enumerate(rule.rhs):
-            if s >= 0:
-                continue
-            f, rest_nullable = seq_first(rule.rhs[i + 1 :])
+        for sym in rule.rhs:
+            if sym < 0:
+                first[rule.lhs].add(~sym)
+            else:
+                first_edges.setdefault(sym, set()).add(rule.lhs)
+            if not nullable(sym):
+                break
+    _propagate(first, first_edges)
+
+    # FOLLOW: sets indexed by nonterminal, then by terminal (offset n_nt)
+    follow: list[set[int]] = [set() for _ in range(n_nt + len(grammar.terminals))]
+    follow_edges: dict[int, set[int]] = {}  # lhs -> symbol: FOLLOW(lhs) is in FOLLOW(symbol)
+    for rule in grammar.rules:
+        rest: set[int] = set()  # FIRST of the suffix after position i, built right to left
+        rest_nullable = True
+        for sym in reversed(rule.rhs):
+            node = sym if sym >= 0 else n_nt + ~sym
+            follow[node] |= rest
             if rest_nullable:
-                f = f | follow_nt[rule.lhs]
-            follow_t[~s] |= f
-    return follow_t
+                follow_edges.setdefault(rule.lhs, set()).add(node)
+            if sym < 0:
+                if nullable_t[~sym]:
+                    rest = rest | {~sym}
+                else:
+                    rest, rest_nullable = {~sym}, False
+            else:
+                if sym in nullable_nt:
+                    rest = rest | first[sym]
+                else:
+                    rest, rest_nullable = set(first[sym]), False
+    _propagate(follow, follow_edges)
+    return follow[n_nt:]
 
 
 class GrammarTables:
@@ -203,10 +213,19 @@ class GrammarTables:
     def from_arrays(cls, grammar: BnfGrammar, trie: TokenTrie, cache: TableCache,
                     arrays: dict[str, np.ndarray]) -> "GrammarTables":
         store = RowStore.from_arrays({k[len("store_"):]: v for k, v in arrays.items() if k.startswith("store_")})
+        if store.vocab_size != trie.vocab_size:
+            raise ValueError(f"tables for {store.vocab_size} tokens, vocabulary of {trie.vocab_size}")
+        n_states = [d.n_states for d in grammar.dfas]
         ptr = arrays["inside_ptr"]
+        _check_ptr(ptr, arrays["inside_refs"].size, n_states, "inside")
         inside = {i: arrays["inside_refs"][ptr[i]:ptr[i + 1]] for i in range(ptr.size - 1)}
         cptr = arrays["cross_ptr"]
         keys = [(int(a), int(b)) for a, b in arrays["cross_keys"].reshape(-1, 2)]
+        if any(not (0 <= a < len(n_states) and 0 <= b < len(n_states)) for a, b in keys):
+            raise ValueError("a cross table names a terminal that does not exist")
+        _check_ptr(cptr, arrays["cross_refs"].size, [n_states[a] for a, _ in keys], "cross")
+        if arrays["deep_refs"].size != arrays["cross_refs"].size:
+            raise ValueError("deep and cross tables differ in size")
         cross = {k: arrays["cross_refs"][cptr[i]:cptr[i + 1]] for i, k in enumerate(keys)}
         deep = {k: arrays["deep_refs"][cptr[i]:cptr[i + 1]] for i, k in enumerate(keys)}
         lo, hi = -store.sparse_count, store.dense_count
@@ -214,6 +233,13 @@ class GrammarTables:
             if refs.size and (refs.min() < lo or refs.max() >= hi):
                 raise ValueError("a table reference points outside the stored rows")
         return cls(grammar, trie, cache, store, inside, cross, deep)
+
+
+def _check_ptr(ptr: np.ndarray, total: int, sizes: list[int], what: str) -> None:
+    """``ptr`` splits ``total`` entries into consecutive tables of exactly ``sizes`` (one row ref per DFA state)."""
+    if ptr.ndim != 1 or ptr.size != len(sizes) + 1 or (ptr.size and (ptr[0] != 0 or ptr[-1] != total)) \
+            or not np.array_equal(np.diff(ptr), np.asarray(sizes, dtype=np.int64).reshape(-1)):
+        raise ValueError(f"malformed {what} table pointers")
 
 
 def _concat(arrays: list[np.ndarray]) -> np.ndarray:

@@ -6,6 +6,13 @@
 definitions into the IR. The language is python-lark's (Earley, dynamic
 lexer): tree-shaping options and priorities do not change it; ``%ignore``d
 text may appear before the first terminal, between any two and after the last.
+
+The llguidance/xgrammar dialect is read too (``_lark_dialect`` rewrites it for
+lark's loader first): ``""`` and other zero-width terminals mean ε, ``-`` may
+appear in names, ``x{m,n}`` repeats a rule item, ``\\u{H…}`` in regexes.
+Regex terminals follow ``frontends/regex.py``'s flavour (Python ``re`` plus
+those escapes; lookarounds and anchors anywhere, exactly). Deep nesting and
+many optionals in one rule are hoisted into fresh rules before lark sees them.
 """
 from __future__ import annotations
 
@@ -22,6 +29,7 @@ from lark.load_grammar import load_grammar
 
 from .. import ir
 from ..errors import GrammarError
+from ._lark_dialect import demangle, mangle, rewrite_dialect
 from .regex import RegexIssue, has_lazy_quantifier, translate_regex
 
 __all__ = ["parse_lark", "IGNORE_START", "IGNORE_TERMINAL", "IGNORE_RULE"]
@@ -39,9 +47,9 @@ def parse_lark(text: str, start: str = "start") -> ir.Grammar:
     if not isinstance(text, str):
         raise GrammarError(f"a Lark grammar must be a str, got {type(text).__name__}")
     terminals, rules, ignore = _compile(text, start)
-    if not any(r.origin.name == start for r in rules):
+    if not any(demangle(str(r.origin.name)) == start for r in rules):
         raise GrammarError(f"start rule {start!r} is not defined")
-    return _Builder(text, terminals, [str(n) for n in dict.fromkeys(ignore)]).grammar(rules, start)
+    return _Builder(text, terminals, [demangle(str(n)) for n in dict.fromkeys(ignore)]).grammar(rules, start)
 
 
 class _Builder:
@@ -58,7 +66,7 @@ class _Builder:
     def __init__(self, text: str, terminals: list[TerminalDef], ignore: list[str]) -> None:
         self.where = _Where(text)
         self.text = text
-        self.defs = {str(t.name): t for t in terminals}
+        self.defs = {demangle(str(t.name)): t for t in terminals}
         self.base = {name: _terminal_expr(t, self.where) for name, t in self.defs.items()}
         self.early = {name for name, t in self.defs.items() if _is_shortest_match(t)}
         self.ignore = ignore
@@ -82,11 +90,11 @@ class _Builder:
             items: list[ir.Expr] = []
             for sym in r.expansion:
                 if isinstance(sym, Terminal):
-                    items.extend(self.terminal(str(sym.name)))
+                    items.extend(self.terminal(demangle(str(sym.name))))
                 else:
-                    items.append(ir.Ref(str(sym.name)))
+                    items.append(ir.Ref(demangle(str(sym.name))))
             alt = items[0] if len(items) == 1 else ir.Sequence(tuple(items))
-            bodies.setdefault(str(r.origin.name), []).append(alt)
+            bodies.setdefault(demangle(str(r.origin.name)), []).append(alt)
         out = [
             ir.Rule(name, alts[0] if len(alts) == 1 else ir.Choice(tuple(alts)), span=self.where.span(name))
             for name, alts in bodies.items()
@@ -124,13 +132,33 @@ class _Builder:
 
 def _compile(text: str, start: str) -> tuple[list[TerminalDef], list[Any], list[str]]:
     """lark's loader and EBNF→BNF compiler; lark's errors become GrammarError."""
+    rewritten = rewrite_dialect(text)
     try:
-        grammar, _files = load_grammar(text, "<grammar>", [], False)
-        return grammar.compile([start], set())
+        grammar, _files = load_grammar(rewritten, "<grammar>", [], False)
+        return grammar.compile([mangle(start)], set())
     except GrammarError:
         raise
+    except RecursionError:  # deep nesting inside a terminal definition (rules are hoisted, see _lark_dialect)
+        raise GrammarError("a terminal definition is nested too deeply for python-lark's terminal resolver") from None
     except (lark_exc.LarkError, KeyError, AssertionError, OSError, ValueError, IndexError) as e:
-        raise _convert(e, text) from None
+        error = _convert(e, rewritten)
+        if rewritten != text:
+            raise _in_original(error, text, rewritten) from None
+        raise error from None
+
+
+def _in_original(error: GrammarError, text: str, rewritten: str) -> GrammarError:
+    """An error found in the dialect rewrite, placed in the grammar as written.
+
+    The rewrite keeps every line where it was (hoisted rules come after the
+    last); a column is kept only on a line the rewrite left unchanged.
+    """
+    lines, new_lines = text.split("\n"), rewritten.split("\n")
+    line, column = error.line, error.column
+    if line is not None and (line > len(lines) or lines[line - 1] != new_lines[line - 1]):
+        column = None
+        line = line if line <= len(lines) else None
+    return GrammarError(demangle(error.reason), line=line, column=column)
 
 
 def _convert(e: BaseException, text: str) -> GrammarError:
@@ -223,11 +251,6 @@ def _terminal_expr(t: TerminalDef, where: "_Where") -> ir.RegExpr:
         out = translate_regex(source, flags, strip_anchors=False)
     except RegexIssue as e:
         raise GrammarError(f"terminal {t.name}: {e.message}", **where.regex_issue(t.name, p, e)) from None
-    if re.fullmatch(p.to_regexp(), "") is not None:
-        raise GrammarError(
-            f"terminal {t.name} matches the empty string; Lark does not allow zero-width terminals",
-            **where.pattern(t.name, p),
-        )
     return out
 
 
@@ -448,7 +471,7 @@ def _lark_pattern(tok: Token) -> LarkPattern | None:
         return None
 
 
-_DEF_LINE = re.compile(r"(?m)^[ \t]*[?!]?([_A-Za-z][_A-Za-z0-9]*)[ \t]*(?:\{[^}\n]*\})?[ \t]*(?:\.[ \t]*-?\d+)?[ \t]*:")
+_DEF_LINE = re.compile(r"(?m)^[ \t]*[?!]?([_A-Za-z][_A-Za-z0-9]*(?:-[_A-Za-z0-9]+)*)[ \t]*(?:\{[^}\n]*\})?[ \t]*(?:\.[ \t]*-?\d+)?[ \t]*:")
 
 
 def _definition_spans(text: str) -> dict[str, ir.Span]:

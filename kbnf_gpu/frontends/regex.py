@@ -1,16 +1,25 @@
-"""Regex front end: a Python ``re`` pattern whose whole output must match.
+"""Regex front end: a pattern whose whole output must match (``re.fullmatch``).
+
+The flavour is **Python ``re``**, plus the escapes that xgrammar's regexes (and
+ECMA-262) accept where Python only raises: ``\\u{H…}`` (a code point),
+``\\cX`` (control character X mod 32), ``\\e`` (ESC) and named groups
+``(?<name>…)``. Everything Python accepts means what it means to ``re``:
+``\\d \\w \\s`` are Unicode, ``$`` also matches before a final ``"\\n"``,
+anchors anywhere (``a^b`` is the empty language), lookarounds and ``\\b \\B``
+exactly (``kbnf_gpu.automata`` compiles them by intersection and complement);
+lookbehinds may have variable width, as in ECMA-262 and the ``regex`` module.
+Refused with the column: backreferences (not regular), conditional groups,
+atomic groups and possessive quantifiers, the ASCII and locale flags.
 
 ``parse_regex`` reads a pattern into a one-rule grammar with a single
-``ir.Pattern`` terminal. ``translate_regex`` is the shared core (the Lark front
-end uses it for ``/regex/flags`` terminals): it validates a pattern with
-Python's own regex parser, rejects what a DFA cannot express (lookarounds,
-backreferences, word boundaries, conditionals, atomic groups, possessive
-quantifiers, anchors in the middle) with the offending column, strips anchors
-that only restate whole-match semantics, and writes the pattern back in a
-canonical subset of Python syntax (the DFA builder parses it with Python's own
-regex parser, so it means exactly what ``re`` means): no verbose mode, no ``\\u``/``\\N`` escapes, control characters as
-``\\xHH``, global flags moved into ``Pattern.flags`` (only ``i`` and ``s`` are
-kept: ``m``, ``x`` and ``u`` no longer change anything once anchors are gone).
+``ir.Pattern`` terminal. ``translate_regex`` is the shared core (the Lark and
+KBNF front ends use it too): it rewrites the extra escapes, validates the
+pattern with Python's own regex parser, strips anchors that only restate
+whole-match semantics, and writes the pattern back in a canonical subset of
+Python syntax (the DFA builder parses it with Python's own parser): no
+verbose mode, no ``\\u``/``\\N`` escapes, control characters as ``\\xHH``,
+global flags moved into ``Pattern.flags`` (only ``i`` and ``s``; ``m`` is
+written into each anchor as ``(?m:^)``).
 """
 from __future__ import annotations
 
@@ -67,28 +76,85 @@ def parse_regex(pattern: str, flags: str = "") -> ir.Grammar:
 def translate_regex(source: str, flags: str = "", *, strip_anchors: bool = True) -> ir.Pattern:
     """Validate ``source`` and return the equivalent canonical ``ir.Pattern``.
 
-    With ``strip_anchors`` (whole-match semantics) ``^``/``\\A`` at the start
-    and ``$``/``\\Z`` at the end are dropped; otherwise every anchor is an error.
-    Raises ``RegexIssue`` with the offset of the problem.
+    With ``strip_anchors`` (whole-match semantics) ``^``/``\\A`` at the very
+    start and ``$``/``\\Z`` at the very end are dropped (they hold there
+    anyway); anchors elsewhere are kept and mean what ``re`` says.
+    Raises ``RegexIssue`` with the offset of the problem in ``source``.
     """
     bits = _flag_bits(flags)
+    rewritten, where = _python_escapes(source)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
-            re.compile(source, bits)
+            re.compile(rewritten, bits)
         except re.error as e:
-            raise RegexIssue(f"invalid regex: {_re_msg(e)}", e.pos) from None
-        except (OverflowError, RecursionError, ValueError) as e:
+            if not _re_msg(e).startswith("look-behind requires fixed-width"):  # ours need not be
+                raise RegexIssue(f"invalid regex: {_re_msg(e)}", where(e.pos)) from None
+        except RecursionError:
+            raise RegexIssue("the regex nests groups too deeply for Python's regex parser", where(_deepest_group(rewritten))) from None
+        except (OverflowError, ValueError) as e:
             raise RegexIssue(f"invalid regex: {e}", None) from None
-        spans = _Scanner(source, bool(bits & re.VERBOSE)).removable_anchors(strip_anchors)
-        tree = _sre.parse(_delete_spans(source, spans), bits)
+        try:
+            spans = _Scanner(rewritten, bool(bits & re.VERBOSE)).removable_anchors(strip_anchors)
+        except RegexIssue as e:
+            raise RegexIssue(e.message, where(e.offset)) from None
+        tree = _sre.parse(_delete_spans(rewritten, spans), bits)
     global_bits = tree.state.flags
     if global_bits & (re.ASCII | re.LOCALE):
         name = "the ASCII flag 'a'" if global_bits & re.ASCII else "the locale flag 'L'"
         raise RegexIssue(f"{name} is not supported", 0)
-    canonical = _Writer().seq(tree)
+    canonical = _Writer().seq(tree, bool(global_bits & re.MULTILINE))
     out_flags = "".join(f for f, b in (("i", re.IGNORECASE), ("s", re.DOTALL)) if global_bits & b)
     return ir.Pattern(canonical, out_flags)
+
+
+# \u{H..}, \cX, \e and (?<name> (Python rejects them), or any other escape (skipped whole)
+_EXTRA_SYNTAX = re.compile(r"\\u\{[^}]*\}?|\\c.?|\\e|\\.|\(\?<(?![=!])", re.S)
+
+
+def _python_escapes(source: str):
+    """Rewrite the non-Python escapes into Python syntax.
+
+    Returns the new text and a function mapping an offset in it back to ``source``.
+    """
+    out: list[str] = []
+    marks: list[tuple[int, int]] = [(0, 0)]  # (offset in output, offset in source) where pieces start
+    last = new_len = 0
+    for m in _EXTRA_SYNTAX.finditer(source):
+        tok = m.group(0)
+        if tok.startswith("\\u{"):
+            digits = tok[3:-1] if tok.endswith("}") else ""
+            if not digits or len(digits) > 8 or any(d not in _HEX for d in digits) or int(digits, 16) > 0x10FFFF:
+                raise RegexIssue("invalid escape \\u{...}: expected 1 to 6 hex digits of a code point", m.start())
+            repl = "\\U%08x" % int(digits, 16)
+        elif tok.startswith("\\c"):
+            if len(tok) < 3 or not ("a" <= tok[2].lower() <= "z"):
+                raise RegexIssue("invalid escape \\c: a letter must follow", m.start())
+            repl = "\\x%02x" % (ord(tok[2]) % 32)
+        elif tok == "\\e":
+            repl = "\\x1b"
+        elif tok == "(?<":
+            repl = "(?P<"
+        else:
+            continue
+        out.append(source[last : m.start()])
+        new_len += m.start() - last
+        marks.append((new_len, m.start()))
+        out.append(repl)
+        new_len += len(repl)
+        marks.append((new_len, m.end()))
+        last = m.end()
+    if len(marks) == 1:
+        return source, lambda pos: pos
+    out.append(source[last:])
+
+    def where(pos: int | None) -> int | None:
+        if pos is None:
+            return None
+        new, old = max((mk for mk in marks if mk[0] <= pos), key=lambda mk: mk[0])
+        return old + (pos - new)
+
+    return "".join(out), where
 
 
 def has_lazy_quantifier(source: str, flags: str = "") -> bool:
@@ -172,13 +238,13 @@ class _Scanner:
     def __init__(self, text: str, verbose: bool) -> None:
         self.text = text
         self.verbose = verbose
-        self.strip = True
 
     def removable_anchors(self, strip: bool) -> list[tuple[int, int]]:
+        """Anchors that hold wherever they stand (at the very start / end); none unless ``strip``."""
         root = self._scan()
         spans: list[tuple[int, int]] = []
-        self.strip = strip
-        self._walk(root, strip, strip, spans)
+        if strip:
+            self._walk(root, True, True, spans)
         return spans
 
     # ---- structure
@@ -234,14 +300,12 @@ class _Scanner:
         if c == "Z":
             branch.append(_Item("end", i, i + 2))
             return i + 2
-        if c in ("b", "B"):
-            raise RegexIssue(f"word-boundary assertion '\\{c}' is not supported", i)
         if c in "123456789":
             octal = s[i + 1 : i + 4]
             if len(octal) == 3 and all(d in _OCT for d in octal):
                 j = i + 4
             else:
-                raise RegexIssue("backreferences are not supported", i)
+                raise RegexIssue("backreferences are not supported (no finite automaton matches them)", i)
         elif c == "x":
             j = i + 4
         elif c == "u":
@@ -278,9 +342,11 @@ class _Scanner:
             return i + 1
         rest = s[i + 2 : i + 4]
         if rest.startswith(("=", "!", "<=", "<!")):
-            raise RegexIssue("lookaround assertions are not supported", i)
+            # zero-width: anchors inside it are never removable (see _walk)
+            stack.append(_Node(i, quantified=True, verbose=parent.verbose))
+            return i + (3 if rest[0] in "=!" else 4)
         if rest.startswith("P="):
-            raise RegexIssue("backreferences are not supported", i)
+            raise RegexIssue("backreferences are not supported (no finite automaton matches them)", i)
         if rest.startswith("("):
             raise RegexIssue("conditional groups are not supported", i)
         if rest.startswith(">"):
@@ -334,23 +400,38 @@ class _Scanner:
             for k, item in enumerate(branch):
                 first = at_start and all(b.kind in ("start", "flags") for b in branch[:k])
                 last = at_end and all(b.kind in ("end", "flags") for b in branch[k + 1 :])
-                if item.kind == "start":
-                    if not first:
-                        raise RegexIssue(self._anchor_msg(item, "start"), item.pos)
+                if item.kind == "start" and first:
                     spans.append((item.pos, item.end))
-                elif item.kind == "end":
-                    if not last:
-                        raise RegexIssue(self._anchor_msg(item, "end"), item.pos)
+                elif item.kind == "end" and last:
                     spans.append((item.pos, item.end))
                 elif item.kind == "group" and item.node is not None:
                     q = item.node.quantified
                     self._walk(item.node, first and not q, last and not q, spans)
 
-    def _anchor_msg(self, item: _Item, where: str) -> str:
-        tok = self.text[item.pos : item.end]
-        if not self.strip:
-            return f"anchor '{tok}' is not supported here (a terminal always matches whole)"
-        return f"anchor '{tok}' is only supported at the very {where} of the pattern"
+
+def _deepest_group(source: str) -> int:
+    """Offset of the first ``(`` at the pattern's greatest group depth (escapes and classes skipped)."""
+    depth = best = at = 0
+    i, in_class = 0, False
+    while i < len(source):
+        c = source[i]
+        if c == "\\":
+            i += 2
+            continue
+        if in_class:
+            in_class = c != "]"
+        elif c == "[":
+            in_class = True
+            i += 1 + (source[i + 1 : i + 2] == "]")
+            continue
+        elif c == "(":
+            depth += 1
+            if depth > best:
+                best, at = depth, i
+        elif c == ")":
+            depth -= 1
+        i += 1
+    return at
 
 
 # -------------------------------------------------------------- the writer
@@ -365,11 +446,14 @@ _CATEGORIES = {
     _c.CATEGORY_SPACE: r"\s",
     _c.CATEGORY_NOT_SPACE: r"\S",
 }
+_ANCHORS = {
+    _c.AT_BEGINNING_STRING: "\\A",
+    _c.AT_END_STRING: "\\Z",
+    _c.AT_BOUNDARY: "\\b",
+    _c.AT_NON_BOUNDARY: "\\B",
+}
 _UNSUPPORTED_OPS = {
-    _c.AT: "anchors are only supported at the start and end of the pattern",
-    _c.ASSERT: "lookaround assertions are not supported",
-    _c.ASSERT_NOT: "lookaround assertions are not supported",
-    _c.GROUPREF: "backreferences are not supported",
+    _c.GROUPREF: "backreferences are not supported (no finite automaton matches them)",
     _c.GROUPREF_EXISTS: "conditional groups are not supported",
 }
 for _name, _msg in (("ATOMIC_GROUP", "atomic groups are not supported"),
@@ -389,26 +473,30 @@ def _char(code: int, special: frozenset[str] = _SPECIAL) -> str:
 
 
 class _Writer:
-    """Writes a parsed pattern back as canonical Python regex syntax."""
+    """Writes a parsed pattern back as canonical Python regex syntax.
 
-    def seq(self, items) -> str:
+    ``multiline`` (the ``m`` flag where an item stands) is written into the
+    anchors it changes, ``(?m:^)``, so that the output needs no ``m`` flag.
+    """
+
+    def seq(self, items, multiline: bool) -> str:
         out = []
         for op, av in items:
             if op is _c.SUBPATTERN and not av[1] and not av[2]:
-                out.append(self.seq(av[3]))  # a plain group in a sequence: no parentheses
+                out.append(self.seq(av[3], multiline))  # a plain group in a sequence: no parentheses
             else:
-                out.append(self.item(op, av))
+                out.append(self.item(op, av, multiline))
         return "".join(out)
 
-    def atom(self, items) -> str:
+    def atom(self, items, multiline: bool) -> str:
         items = list(items)
         if len(items) == 1 and items[0][0] in (_c.LITERAL, _c.NOT_LITERAL, _c.ANY, _c.IN):
-            return self.item(*items[0])
+            return self.item(*items[0], multiline)
         if len(items) == 1 and items[0][0] in (_c.SUBPATTERN, _c.BRANCH):
-            return self.item(*items[0])
-        return "(?:" + self.seq(items) + ")"
+            return self.item(*items[0], multiline)
+        return "(?:" + self.seq(items, multiline) + ")"
 
-    def item(self, op, av) -> str:
+    def item(self, op, av, multiline: bool) -> str:
         if op is _c.LITERAL:
             return _char(av)
         if op is _c.NOT_LITERAL:
@@ -418,20 +506,30 @@ class _Writer:
         if op is _c.IN:
             return self.charset(av)
         if op is _c.BRANCH:
-            return "(?:" + "|".join(self.seq(b) for b in av[1]) + ")"
+            return "(?:" + "|".join(self.seq(b, multiline) for b in av[1]) + ")"
         if op is _c.SUBPATTERN:
             _group, add, delete, sub = av
+            inner = (multiline or bool(add & re.MULTILINE)) and not delete & re.MULTILINE
             on = _flag_letters(add)
             off = _flag_letters(delete)
             if not on and not off:
-                return self.atom(sub)
-            return "(?" + on + ("-" + off if off else "") + ":" + self.seq(sub) + ")"
+                return self.atom(sub, inner)
+            return "(?" + on + ("-" + off if off else "") + ":" + self.seq(sub, inner) + ")"
         if op in (_c.MAX_REPEAT, _c.MIN_REPEAT):
             lo, hi, sub = av
-            return self.atom(sub) + _quant(lo, hi)
+            return self.atom(sub, multiline) + _quant(lo, hi)
+        if op is _c.AT:
+            if av in _ANCHORS:
+                return _ANCHORS[av]
+            text = "^" if av is _c.AT_BEGINNING else "$"
+            return "(?m:" + text + ")" if multiline else text
+        if op is _c.ASSERT or op is _c.ASSERT_NOT:
+            direction, sub = av
+            kind = ("<" if direction < 0 else "") + ("=" if op is _c.ASSERT else "!")
+            return "(?" + kind + self.seq(sub, multiline) + ")"
         if op in _UNSUPPORTED_OPS:
             raise RegexIssue(_UNSUPPORTED_OPS[op], None)
-        raise RegexIssue(f"unsupported regex construct {op}", None)  # pragma: no cover
+        raise RegexIssue(f"unsupported regex construct {op}", None)
 
     def charset(self, items) -> str:
         neg = ""

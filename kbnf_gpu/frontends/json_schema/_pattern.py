@@ -12,9 +12,17 @@ two languages per pattern, in search semantics (``re.search``):
   *not* matching must imply validity (keys left to ``additionalProperties``).
 
 Unanchored ends get ``.*``: ``^A|B$`` accepts ``"Ax"`` and ``"xB"``. Anchors may appear anywhere outside repetitions.
-Rejected with ``PatternError``: lookaround, backreferences, ``\\b``,
-inline flags, possessive repeats, and syntax that the two dialects read
-differently (``[]``, ``{,n}``, ``\\a``...).
+
+The flavour is ECMA-262 with the ``u`` flag: named groups ``(?<name>…)``
+(and Python's ``(?P<name>…)``), ``\\cX`` (X mod 32), ``\\uXXXX`` (a
+surrogate pair ``\\uD83D\\uDE00`` is one code point), ``\\u{H…}``,
+``\\xHH``, identity escapes such as ``\\/``, ``[^]`` (any character) and
+``[]`` (none). Lookaheads right after a leading ``^`` (``^(?!…)``,
+``^(?=…)(?=…)``, the form real-world schemas use) are exact: intersections
+and differences of anchored languages. Rejected with ``PatternError``:
+other lookarounds, backreferences,
+``\\b``, inline flags, possessive repeats, and syntax that the two dialects read
+differently (``{,n}``, ``\\a``...).
 """
 from __future__ import annotations
 
@@ -66,6 +74,7 @@ def _class_escape(letter: str) -> tuple[cs.Ranges, cs.Ranges]:
     return cs.complement(pos_over), cs.complement(pos_under)
 
 
+_HEX = frozenset("0123456789abcdefABCDEF")
 _SIMPLE_ESCAPES = {"n": 10, "r": 13, "t": 9, "f": 12, "v": 11}
 _DOT_UNDER = cs.complement(cs.of_chars("\n\r\u2028\u2029"))
 _DOT_OVER = cs.complement(cs.of_chars("\n"))
@@ -75,6 +84,7 @@ class _Parser:
     def __init__(self, src: str) -> None:
         self.s = src
         self.i = 0
+        self.ecma_only = False  # read ECMA-only syntax (Python's re refuses it or reads it otherwise)
 
     def error(self, msg: str, pos: Optional[int] = None) -> PatternError:
         return PatternError(msg, self.i if pos is None else pos)
@@ -117,8 +127,8 @@ class _Parser:
             if bounds is None:
                 return atom
             lo, hi = bounds
-            if atom[0] in ("bol", "eol"):
-                raise self.error("quantified anchor", start)
+            if atom[0] in ("bol", "eol", "look"):
+                raise self.error("quantified anchor or lookaround", start)
             if self.peek() == "?":
                 self.i += 1
             elif self.peek() == "+":
@@ -155,9 +165,18 @@ class _Parser:
                 j = self.s.find(">", self.i)
                 if j < 0:
                     raise self.error("bad group name")
+                self.ecma_only |= self.s[self.i + 1] == "<"
                 self.i = j + 1
+            elif self.s.startswith(("?=", "?!"), self.i):
+                negated = self.s[self.i + 1] == "!"
+                self.i += 2
+                inner = self.alternation(depth + 1)
+                if self.peek() != ")":
+                    raise self.error("missing ')'", start)
+                self.i += 1
+                return ("look", negated, inner, start)
             elif c == "(" and self.peek() == "?":
-                raise self.error("unsupported group construct (lookaround, flags or extension)", start)
+                raise self.error("unsupported group construct (lookbehind, flags or extension)", start)
             inner = self.alternation(depth + 1)
             if self.peek() != ")":
                 raise self.error("missing ')'", start)
@@ -208,13 +227,33 @@ class _Parser:
             return cs.single(8), cs.single(8)
         if c == "0" and not self.peek().isdigit():
             return cs.single(0), cs.single(0)
+        if c == "c" and self.peek().isascii() and self.peek().isalpha():
+            self.ecma_only = True
+            self.i += 1
+            r = cs.single(ord(self.s[self.i - 1]) % 32)
+            return r, r
+        if c == "u" and self.peek() == "{":
+            end = self.s.find("}", self.i)
+            digits = self.s[self.i + 1 : end] if end > 0 else ""
+            if not digits or len(digits) > 6 or any(d not in _HEX for d in digits) or int(digits, 16) > 0x10FFFF:
+                raise self.error("bad \\u{...} escape (1 to 6 hex digits, at most 10FFFF)", start)
+            self.ecma_only = True
+            self.i = end + 1
+            r = cs.single(int(digits, 16))
+            return r, r
         if c in "xu":
             n = 2 if c == "x" else 4
             digits = self.s[self.i : self.i + n]
-            if len(digits) != n or any(d not in "0123456789abcdefABCDEF" for d in digits):
+            if len(digits) != n or any(d not in _HEX for d in digits):
                 raise self.error(f"bad \\{c} escape", start)
             self.i += n
-            r = cs.single(int(digits, 16))
+            code = int(digits, 16)
+            low = self.s[self.i + 2 : self.i + 6] if self.s.startswith("\\u", self.i) else ""
+            if 0xD800 <= code < 0xDC00 and len(low) == 4 and all(d in _HEX for d in low) and 0xDC00 <= int(low, 16) < 0xE000:
+                self.ecma_only = True  # a UTF-16 surrogate pair: one code point, as in ECMA-262's u mode
+                self.i += 6
+                code = 0x10000 + ((code - 0xD800) << 10) + (int(low, 16) - 0xDC00)
+            r = cs.single(code)
             return r, r
         if c.isalnum() or c == "_":
             raise self.error(f"unsupported escape '\\{c}'", start)
@@ -227,8 +266,11 @@ class _Parser:
         negate = self.peek() == "^"
         if negate:
             self.i += 1
-        if self.peek() == "]":
-            raise self.error("'[]' / '[^]' mean different things in ECMA-262 and Python", start)
+        if self.peek() == "]":  # ECMA-262: [] matches nothing, [^] any character (Python reads them otherwise)
+            self.i += 1
+            self.ecma_only = True
+            r = cs.ANY if negate else ()
+            return ("set", r, r)
         under: list[cs.Ranges] = []
         over: list[cs.Ranges] = []
         while True:
@@ -298,6 +340,8 @@ def _add(p: Pieces, key: tuple[bool, bool], body: Rx) -> None:
 
 def _pieces(node: Node, over: bool) -> Pieces:
     kind = node[0]
+    if kind == "look":
+        raise PatternError("a lookahead is only supported at the start of the pattern, after '^'", node[3])
     if kind == "set":
         return {(False, False): cc(node[2] if over else node[1])}
     if kind == "bol":
@@ -360,19 +404,58 @@ def search_language(tree: Node, over: bool) -> Rx:
     return out
 
 
+def _leading_lookaheads(tree: Node) -> tuple[list[tuple[bool, Node]], Node]:
+    """``^(?=A)(?!B)REST`` as ``([(False, A), (True, B)], ^REST)``; no lookaheads: ``([], tree)``."""
+    items = tree[1] if tree[0] == "cat" else []
+    k = 1
+    while items[:1] == [("bol",)] and k < len(items) and items[k][0] == "look":
+        k += 1
+    if k == 1:
+        return [], tree
+    return [(look[1], look[2]) for look in items[1:k]], ("cat", [("bol",)] + items[k:])
+
+
+def _with_lookaheads(tree: Node, over: bool) -> Rx:
+    """Leading lookaheads by intersection (``(?=A)``) and difference (``(?!B)``) of anchored languages
+    (per branch of a top-level alternation).
+
+    At the start of the string ``(?=A)REST`` finds a match exactly where
+    ``^A`` and ``^REST`` both do; the approximations swap for negated bodies.
+    """
+    if tree[0] == "alt":  # each branch may start with its own: ^(?!a)b|^(?=c)d
+        return alt(*(_with_lookaheads(branch, over) for branch in tree[1]))
+    looks, rest = _leading_lookaheads(tree)
+    if not looks:
+        return search_language(tree, over)
+    from ._fsm import combine
+
+    keep = [search_language(("cat", [("bol",), body]), over) for negated, body in looks if not negated]
+    drop = [search_language(("cat", [("bol",), body]), not over) for negated, body in looks if negated]
+    return combine(search_language(rest, over), keep, drop)
+
+
 def pattern_language(source: str, over: bool = False) -> Rx:
-    """``search_language`` of a pattern source."""
-    return search_language(parse(source), over)
+    """``search_language`` of a pattern source (leading lookaheads included)."""
+    return _with_lookaheads(parse(source), over)
 
 
 def search(source: str, text: str) -> bool:
     """Does ``source`` match somewhere in ``text``? Python ``re`` semantics (what
-    python ``jsonschema`` does); for ECMA-only syntax Python cannot compile, this
-    module's own (under-approximated) reading."""
+    python ``jsonschema`` does); for ECMA-only syntax (which Python refuses or
+    reads otherwise: ``[^]``, ``\\cX``, ``\\u{…}``, surrogate pairs, ``(?<name>…)``)
+    this module's own (under-approximated) reading."""
+    parser = _Parser(source)
     try:
-        return re.search(source, text) is not None
-    except re.error:
-        from ._pyre import to_python
+        tree = parser.parse()
+    except PatternError:
+        tree = None
+    if tree is None or not parser.ecma_only:
+        try:
+            return re.search(source, text) is not None
+        except re.error:
+            if tree is None:
+                raise PatternError("a pattern neither Python nor this module reads", 0) from None
+    from ._pyre import to_python
 
-        lang = pattern_language(source)
-        return lang is not None and re.fullmatch(to_python(lang), text, re.S) is not None
+    lang = _with_lookaheads(tree, False)
+    return lang is not None and re.fullmatch(to_python(lang), text, re.S) is not None

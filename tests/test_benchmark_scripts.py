@@ -1,0 +1,39 @@
+"""The benchmark scripts of issues #11 and #13 run, in their reduced or tiny forms (correctness, never time)."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def run(args: list[str], tmp_path: Path) -> subprocess.CompletedProcess:
+    r = subprocess.run([sys.executable, *args], cwd=tmp_path, capture_output=True, text=True, timeout=900,
+                       env={**__import__("os").environ, "PYTHONPATH": str(REPO)})
+    assert r.returncode == 0, (r.stdout[-3000:], r.stderr[-3000:])
+    return r
+
+
+def test_bench_trace_reduced(tmp_path):
+    """Every engine accepts every token of the trace; fill_bitmask equals allowed_token_ids at every step."""
+    r = run([str(REPO / "benchmarks" / "bench_trace.py"), "--reduced"], tmp_path)
+    assert "reduced trace: OK" in r.stdout
+
+
+def test_bench_soak_tiny(tmp_path):
+    out = tmp_path / "soak.json"
+    run([str(REPO / "benchmarks" / "bench_soak.py"), "--docs", "10", "--schemas", "4", "--every", "5",
+         "--settle", "5", "--out", str(out)], tmp_path)
+    report = json.loads(out.read_text())
+    assert [v["soak"] for v in report["verdicts"]] == ["documents", "schemas"]
+    assert report["info"]["documents"]["tokens"] > 100 and report["info"]["schemas"]["tokens"] > 10
+
+
+def test_fuzz_grammars_tiny(tmp_path):
+    out = tmp_path / "fuzz.json"
+    run([str(REPO / "benchmarks" / "fuzz_grammars.py"), "--inputs", "80", "--chunk", "20", "--workers", "1",
+         "--out", str(out)], tmp_path)
+    report = json.loads(out.read_text())
+    assert sum(sum(c.values()) for c in report["counts"].values()) == 80 and not report["crashes_and_hangs"]

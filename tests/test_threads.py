@@ -1,0 +1,85 @@
+"""A server's thread pool: matchers of one shared compiled grammar, driven from several threads at once.
+
+The runtime's caches (interned states, memo tables, masks, token rows) are
+shared by every matcher of a grammar. Under a tiny switch interval, so that
+threads interleave inside those caches, each thread's masks must equal the
+masks one thread computes on a separate compiled grammar, with no exception.
+"""
+from __future__ import annotations
+
+import json
+import random
+import sys
+import threading
+
+import numpy as np
+import torch
+
+from kbnf_gpu import Matcher, compile_grammar
+from kbnf_gpu.grammars import JSON_KBNF
+from integration_support import greedy_tokens
+
+
+def documents(n: int, seed: int = 3) -> list[bytes]:
+    rng = random.Random(seed)
+
+    def value(depth: int):
+        kind = rng.randrange(6 if depth < 3 else 3)
+        if kind == 0:
+            return rng.choice([True, False, None, rng.randint(-999, 999), round(rng.uniform(-9, 9), 3)])
+        if kind in (1, 2):
+            return "".join(rng.choice("ab \\\"é") for _ in range(rng.randrange(6)))
+        if kind == 3:
+            return [value(depth + 1) for _ in range(rng.randrange(4))]
+        return {f"k{rng.randrange(9)}": value(depth + 1) for _ in range(rng.randrange(4))}
+
+    return [json.dumps({"id": i, "v": value(0)}).encode() for i in range(n)]
+
+
+def trace(compiled, tokens: list[int]) -> list[np.ndarray]:
+    """The allowed ids before each token and after the last, and the packed bitmask at each step."""
+    m = Matcher(compiled)
+    out = []
+    bitmask = np.zeros((1, (compiled.vocab.size + 31) // 32), dtype=np.int32)
+    for t in tokens + [None]:
+        out.append(m.allowed_token_ids().copy())
+        tensor = torch.from_numpy(bitmask)
+        m.fill_bitmask(tensor, 0)
+        out.append(tensor.numpy().copy())
+        if t is not None:
+            m.accept_token(t)
+    return out
+
+
+def test_shared_grammar_from_many_threads_gives_one_threads_masks(llama3_vocab, llama3_json):
+    docs = documents(8)
+    paths = [greedy_tokens(llama3_json, d) for d in docs]
+    expected = [trace(llama3_json, p) for p in paths]  # one thread (a warm grammar)
+    shared = compile_grammar(JSON_KBNF, llama3_vocab, "kbnf", end_mode="eos")  # cold: threads race to fill caches
+    results: dict[int, list[np.ndarray]] = {}
+    errors: list[BaseException] = []
+
+    def work(i: int) -> None:
+        try:
+            for j in range(i, len(paths), 4):
+                results[j] = trace(shared, paths[j])
+        except BaseException as err:  # noqa: BLE001 - reported below
+            errors.append(err)
+
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+    finally:
+        sys.setswitchinterval(old)
+    assert not errors, errors
+    assert sorted(results) == list(range(len(paths)))
+    for j, exp in enumerate(expected):
+        got = results[j]
+        assert len(got) == len(exp)
+        for step, (a, b) in enumerate(zip(got, exp)):
+            assert np.array_equal(a, b), (j, step)
