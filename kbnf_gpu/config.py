@@ -24,6 +24,9 @@ class CompileConfig:
     * ``max_rules``: BNF rules after desugaring;
     * ``max_expansion``: grammar symbols after desugaring (counted repetition
       ``x{m,n}`` costs about ``n`` copies of ``x``), estimated before expanding;
+    * ``max_schema_branches``: JSON Schema ``anyOf``/``oneOf`` branch combinations
+      of one subschema (the product of the widths of the choices it combines;
+      each combination is a rule with its own terminals, milliseconds apiece);
     * ``time_budget_s``: wall-clock seconds for ``compile_grammar`` (``None``: no limit).
 
     Fusion of regular sub-grammars into one terminal: ``fuse``,
@@ -41,6 +44,7 @@ class CompileConfig:
     max_terminals: int = 20_000
     max_rules: int = 200_000
     max_expansion: int = 2_000_000
+    max_schema_branches: int = 1_000
     time_budget_s: float | None = 10.0
     fuse: bool = True
     fuse_max_states: int = 256

@@ -107,6 +107,7 @@ class _Builder:
     def terminal(self, term: ir.Terminal) -> int:
         t = self.terminal_index.get(term)
         if t is None:
+            current_budget().tick("building terminal automata")
             current_budget().check("max_terminals", len(self.terminals) + 1, "distinct terminals",
                                    **_where(term))
             dfa = build_dfa(term, max_states=self.config.max_dfa_states)
@@ -498,16 +499,29 @@ def _reachable(rules: list[tuple[int, tuple[int, ...]]], start: int) -> set[int]
 
 
 def nullable_nonterminals(rules, dfas) -> frozenset[int]:
+    """Worklist fixpoint, linear in the grammar (a pass-until-stable loop is quadratic on rule chains)."""
     nullable: set[int] = set()
-    changed = True
-    while changed:
-        changed = False
-        for lhs, rhs in rules:
-            if lhs in nullable:
-                continue
-            if all((s < 0 and dfas[~s].nullable) or (s >= 0 and s in nullable) for s in rhs):
+    missing: list[int] = []  # per rule: its nonterminals not yet known nullable (-1: a non-nullable terminal)
+    users: dict[int, list[int]] = defaultdict(list)
+    work: list[int] = []
+    for i, (lhs, rhs) in enumerate(rules):
+        if any(s < 0 and not dfas[~s].nullable for s in rhs):
+            missing.append(-1)
+            continue
+        nts = [s for s in rhs if s >= 0]
+        missing.append(len(nts))
+        for s in nts:
+            users[s].append(i)
+        if not nts and lhs not in nullable:
+            nullable.add(lhs)
+            work.append(lhs)
+    while work:
+        for i in users.get(work.pop(), ()):
+            missing[i] -= 1
+            lhs = rules[i][0]
+            if missing[i] == 0 and lhs not in nullable:
                 nullable.add(lhs)
-                changed = True
+                work.append(lhs)
     return frozenset(nullable)
 
 

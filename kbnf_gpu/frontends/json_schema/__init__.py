@@ -47,7 +47,23 @@ property order described below):
   %-escapes), ``#anchor``, ``$id``-relative URIs and other documents of the
   registry; draft <= 7 (the root's ``$schema``, as ``jsonschema`` decides)
   ignores siblings of ``$ref`` as the spec says;
-* ``allOf`` (a true conjunction, not a merge heuristic), ``anyOf``.
+* ``allOf`` (a true conjunction, not a merge heuristic), ``anyOf``;
+* ``not`` of one ``type``, ``const``, ``enum``, single-name ``required`` or
+  ``pattern`` (annotations aside); a negated number/object/array value, a
+  negated ``integer`` next to ``number``, or strings longer than 32 under a
+  negated value or pattern are refused (``strict``);
+* ``dependentRequired``, ``dependentSchemas``, ``dependencies`` (three
+  disjoint branches per name: not an object, an object without the name, an
+  object with it and what it brings);
+* ``if``/``then``/``else`` where the ``if`` can be negated (one negatable
+  keyword as for ``not``, or ``properties`` of one name whose schema is one,
+  optionally ``required``: the discriminator pattern): two disjoint branches;
+* ``contains`` with ``minContains``, and ``maxContains`` where the
+  ``contains`` schema can be negated (as for ``not``), on arrays without
+  ``prefixItems``/``minItems``/``maxItems``;
+* ``unevaluatedProperties: false`` (members evaluated by the subschema, its
+  ``$ref``s and ``allOf``s; members only an ``anyOf``/``oneOf`` branch
+  evaluates are refused: sound, not complete there).
 
 Approximate, but sound (every accepted text is valid):
 
@@ -66,9 +82,14 @@ Approximate, but sound (every accepted text is valid):
   leaves every declared name: its automaton stays the size of the names' trie
   (``_keys``);
 * ``type: integer`` is plain integers (no ``1.0``, no ``-0``); number bounds
-  are exact in plain decimal notation, exponents only where they provably stay
-  in range (``numbers``); a number with an integer ``multipleOf`` is written
-  as an integer;
+  are exact in plain decimal notation, for every spelling of zero (``-0.0``)
+  and for exponents from -10 to 10 (``1e-9``, ``1E+2``, ``0.5e1``); larger
+  exponents only where they provably stay in range (``numbers``); a number
+  with an integer ``multipleOf`` is written as an integer; ``multipleOf`` k
+  on an integer range is exact when k = 2**a * 5**b (a regex of the last
+  digits), on 0 and whole half-lines for k <= 1000 (one rule per residue),
+  on other ranges for k <= 12, else refused (``strict``) or dropped with a
+  warning;
 * ``any_order=True`` is exact for up to 8 declared properties; beyond, order
   is free within consecutive blocks of 8 (a warning says so). Additional
   members come after the declared ones in schema order, and anywhere with
@@ -83,12 +104,19 @@ dropped from all of them (exact: such a value can match no single branch); ``uni
 *additional* key (which a parser collapses) can slip past
 ``minProperties``. Declared keys can never repeat.
 
-Unsupported keywords (``not``, ``if``, ``dependentRequired``,
-``dependentSchemas``, ``dependencies``, ``contains``, ``unevaluated*``,
+Hostile input (#13): counted repetitions (``minLength``, ``minItems``) of any
+size cost O(log n) rules (doubling); the combinations of ``anyOf``/``oneOf``
+branches of a subschema are limited by ``CompileConfig.max_schema_branches``,
+one enum/const value by ``max_dfa_states`` (values are cut into several
+terminals past half of it), the whole build by ``time_budget_s``; lone
+surrogates in names or values, non-finite numbers and keywords of the wrong
+type are ``GrammarError``s with the JSON pointer (``error.pointer``).
+
+Unsupported keywords (other ``not`` and ``if`` forms, other ``contains`` forms, ``unevaluatedItems``,
+``unevaluatedProperties`` other than ``false``,
 ``$dynamicRef``, non-integer ``multipleOf``, a ``$ref`` to a document not in
 the registry, the
-``idn-*``/``iri*``/``uri-reference``/``uri-template``/``regex``/
-``relative-json-pointer`` formats, unsupported regex syntax) raise
+``idn-hostname``/``regex`` formats, unsupported regex syntax) raise
 ``GrammarError`` naming the keyword and its JSON pointer
 (``"unsupported keyword 'not' at '/properties/a/not'"``); with
 ``strict=False`` they are ignored with a ``JsonSchemaWarning``. Unknown
@@ -102,6 +130,7 @@ import json
 from collections.abc import Mapping
 from typing import Optional, Union
 
+from ...budget import compile_budget
 from ...errors import GrammarError
 from ...ir import Grammar
 from ._builder import Builder
@@ -152,9 +181,10 @@ def parse_json_schema(
     registry = check_registry(registry)
     if not isinstance(schema, (dict, bool)):
         raise GrammarError(f"a schema must be an object or a boolean, got {type(schema).__name__}")
-    doc = Document(schema, strict, registry)
-    layout = Layout(whitespace, max_whitespace, indent)
-    grammar = Builder(doc, layout, any_order).build()
+    with compile_budget():  # the caller's, or the default limits when called on its own
+        doc = Document(schema, strict, registry)
+        layout = Layout(whitespace, max_whitespace, indent)
+        grammar = Builder(doc, layout, any_order).build()
     if source:
         grammar = Grammar(grammar.rules, grammar.start, grammar.syntax, grammar.end_mode, source)
     return grammar

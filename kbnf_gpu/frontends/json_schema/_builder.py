@@ -6,20 +6,23 @@ so deep and recursive schemas are fine; a recursive ``$ref`` becomes an
 """
 from __future__ import annotations
 
+import json
 import re
 from collections import deque
+from contextlib import contextmanager
 from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
-from typing import Any, Optional
+from typing import Any, Iterator, Optional
 
 from ... import ir
 from ...budget import current_budget
 from ...errors import GrammarError
 from . import _charset as cs
-from ._document import Document, child
+from ._document import Document, child, located
 from ._fsm import TooLarge, combine
 from ._layout import Layout
 from ._long_strings import MAX_COUNT_RANGE, STRING_CHUNK, counted_string, threaded_string
-from ._merge import Atom, Merged, Unsatisfiable, tighter_hi, tighter_lo, expand, first_choice, merge
+from ._merge import (DEPENDENCIES, Atom, Merged, Unsatisfiable, choice_product, dependency_branches, expand, first_choice,
+                     if_branches, merge, negation, tighter_hi, tighter_lo)
 from ._objects import Member, TooManyStates, object_expr
 from ._oneof import disjoint, exclusive
 from ._pattern import PatternError, pattern_language, search
@@ -32,9 +35,12 @@ from .formats import FORMATS, INTEGER_FORMATS, UNSUPPORTED_FORMATS, format_langu
 from .numbers import decimal_range, integer_range, multiple_of_regex
 
 MAX_INDENT_UNROLL = 16  # indent layout: instances of one subschema at distinct depths
-MAX_RULES = 50_000
 MAX_PATTERN_PROPERTIES = 6
 MAX_ENUMERATED_MULTIPLES = 256
+MAX_MODULUS_STATES = 12  # multipleOf k (not dividing a power of ten) as an automaton: k up to this
+MAX_MODULUS_RULES = 1000  # beyond, multipleOf k is one rule per residue (on half-lines)
+SMALL_COUNT = 32
+MAX_EXCLUDED_KEY = 128  # code points of the longest declared name that additional keys are kept apart from  # counted repetitions up to this are left to ``normalize`` to unroll
 
 ANY_CHAR = cc(cs.ANY)
 
@@ -62,6 +68,7 @@ class Builder:
         self._flat: set[str] = set()  # rules whose containers are cut off (indent depth limit)
         self.queue: deque[tuple[str, tuple[Atom, ...], int]] = deque()
         self._terms: dict[ir.RegExpr, ir.Terminal] = {}
+        self._times: dict[tuple[ir.Expr, int], str] = {}
 
     # ------------------------------------------------------------ helpers
 
@@ -88,11 +95,32 @@ class Builder:
         return name
 
     def add_rule(self, name: str, alts: list[ir.Expr]) -> None:
-        if len(self.rules) >= MAX_RULES:
-            raise GrammarError(f"schema too large: more than {MAX_RULES} grammar rules")
+        if len(self.rules) % 1024 == 0:
+            current_budget().check("max_rules", len(self.rules), "grammar rules of the schema")
         assert name not in self.rules, name
         self.rule_names.add(name)
         self.rules[name] = alts[0] if len(alts) == 1 else ir.Choice(tuple(alts))  # () = nothing
+
+    def counted(self, item: ir.Expr, lo: int, hi: Optional[int], base: str) -> ir.Expr:
+        """``item`` ``lo`` to ``hi`` times; a large ``lo`` costs O(log lo) rules (see ``times``)."""
+        if lo <= SMALL_COUNT:
+            return ir.Repetition(item, lo, hi)
+        rest = None if hi is None else hi - lo
+        if rest == 0:
+            return self.times(item, lo, base)
+        return ir.Sequence((self.times(item, lo, base), ir.Repetition(item, 0, rest)))
+
+    def times(self, item: ir.Expr, n: int, base: str) -> ir.Expr:
+        """``item`` exactly ``n`` times by doubling (``X_2k ::= X_k X_k``): ``minLength: 1e18`` is
+        60 rules, never ``n`` copies, and a parser walks it with one item per level."""
+        if n <= SMALL_COUNT:
+            return ir.Repetition(item, n, n)
+        name = self._times.get((item, n))
+        if name is None:
+            half = self.times(item, n // 2, base)
+            name = self._times[(item, n)] = self.fresh(f"{base}_x{n}"[:60])
+            self.add_rule(name, [ir.Sequence((half, half, item) if n % 2 else (half, half))])
+        return ir.Ref(name)
 
     def child_depth(self, depth: int) -> int:
         """Nesting depth of a member/element (only the indent layout depends on it)."""
@@ -124,11 +152,13 @@ class Builder:
 
     def build(self) -> ir.Grammar:
         budget = current_budget()
-        root = self.value_rule((("", frozenset()),), 0)
+        with self._located("/"):
+            root = self.value_rule((("", frozenset()),), 0)
         while self.queue:
-            budget.tick("building the JSON Schema grammar")
             name, atoms, depth = self.queue.popleft()
-            self.add_rule(name, self._body(name, atoms, depth))
+            with self._located(self.doc.show(atoms[0][0]) if atoms else "/"):
+                budget.tick("building the JSON Schema grammar")
+                self.add_rule(name, self._body(name, atoms, depth))
         if root is None:
             raise GrammarError("the schema is unsatisfiable (false): no JSON value matches it")
         items: list[ir.Expr] = [ir.Ref(root)]
@@ -138,14 +168,39 @@ class Builder:
         self.rules["root"] = items[0] if len(items) == 1 else ir.Sequence(tuple(items))
         return prune(self.rules)
 
+    @contextmanager
+    def _located(self, where: str) -> Iterator[None]:
+        """Errors while building the subschema at ``where`` name it: a library error
+        without a place gets this one, and a raw Python error from a malformed
+        schema (a keyword of the wrong type) becomes a ``GrammarError``."""
+        try:
+            yield
+        except GrammarError as e:
+            if e.pointer is None:
+                e.pointer = where
+                e.args = (f"{e.args[0]} at '{where}'" if e.args else f"at '{where}'", *e.args[1:])
+            raise
+        except (TypeError, AttributeError, KeyError, IndexError, ValueError, OverflowError, UnicodeError,
+                RecursionError, ZeroDivisionError) as e:
+            raise located(GrammarError(f"malformed or unsupported schema ({type(e).__name__}: {e}) at '{where}'"),
+                          where) from None
+
     def _body(self, name: str, atoms: tuple[Atom, ...], depth: int) -> list[ir.Expr]:
         choice = first_choice(self.doc, atoms)
         if choice is not None:
             i, kw, n = choice
+            # distributing every anyOf/oneOf of a conjunction makes the product of their widths in rules
+            current_budget().check("max_schema_branches", choice_product(self.doc, atoms),
+                                   "combinations of anyOf/oneOf branches", pointer=self.doc.show(child(atoms[i][0], kw)))
             ptr, skip = atoms[i]
             alts: list[ir.Expr] = []
-            branches = [atoms[:i] + ((ptr, skip | {kw}), (child(ptr, kw, k), frozenset())) + atoms[i + 1:]
-                        for k in range(n)]
+            if kw in DEPENDENCIES:
+                branches = dependency_branches(self.doc, atoms, i, kw)
+            elif kw == "if":
+                branches = if_branches(self.doc, atoms, i)
+            else:
+                branches = [atoms[:i] + ((ptr, skip | {kw}), (child(ptr, kw, k), frozenset())) + atoms[i + 1:]
+                            for k in range(n)]
             if kw == "oneOf":
                 branches = exclusive(self.doc, branches)
             kept = []
@@ -168,15 +223,27 @@ class Builder:
     def _fragments(self, m: Merged, depth: int, containers: bool = True) -> list[ir.Expr]:
         """One alternative per JSON type ``m`` allows (scalars first; each scalar type its own terminal)."""
         if m.enums:
-            return self._enum(m, depth)
-        t = m.types
+            return self._enum(m, depth)  # the validator applies "not" to each value
+        t = set(m.types)
+        booleans = {True: "true", False: "false"}
+        drops: list[Rx] = [pattern_language(src, over=True) for src, _ in m.not_patterns if "string" in t]
+        for v, where in m.not_values:
+            if v is None:
+                t.discard("null")
+            elif isinstance(v, bool):
+                booleans.pop(v, None)
+            elif isinstance(v, str):
+                drops.append(word(v))
+            elif (isinstance(v, (int, float)) and t & {"int", "frac"}) or (isinstance(v, dict) and "object" in t) \
+                    or (isinstance(v, list) and "array" in t):
+                self.doc.problem("'not' of a number, object or array value is unsupported", where)
         out: list[Optional[ir.Expr]] = []
         if "string" in t:
-            out.append(self._string(m))
+            out.append(self._string(m, drops))
         if "int" in t or "frac" in t:
             out.append(self._number(m))
-        if "boolean" in t:
-            out.append(BOOLEAN)
+        if "boolean" in t and booleans:
+            out.append(BOOLEAN if len(booleans) == 2 else self.term(alt(*map(lit, booleans.values())), "boolean"))
         if "null" in t:
             out.append(NULL)
         if "object" in t and containers:
@@ -200,12 +267,29 @@ class Builder:
             if k in seen:
                 continue
             seen.add(k)
+            if not _writable(v):
+                self.doc.problem("an enum/const value with a lone surrogate cannot be generated", m.enums[0][1])
+                continue
             if all(self.validator.valid(v, p, s | {"enum", "const"}) for p, s in m.atoms):
                 kept.append(v)
         if not kept:
             return []
-        rx = alt(*(self.layout.value(v, depth) for v in kept))
-        return [self.term(rx, "enum")]
+        # a terminal's automaton grows with the text of its values: estimate, then cut into terminals that fit
+        budget = current_budget()
+        room = max(1, budget.config.max_dfa_states // 2)
+        where = self.doc.show(m.enums[0][1])
+        batches: list[list[Any]] = [[]]
+        size = 0
+        for v in kept:
+            n = len(json.dumps(v))
+            budget.check("max_dfa_states", n, "automaton states of one enum/const value (its length)", pointer=where)
+            if size + n > room and batches[-1]:
+                batches.append([])
+                size = 0
+            batches[-1].append(v)
+            size += n
+        budget.check("max_terminals", len(batches), "terminals for the enum/const values", pointer=where)
+        return [self.term(alt(*(self.layout.value(v, depth) for v in batch)), "enum") for batch in batches]
 
     # ------------------------------------------------------------ numbers
 
@@ -216,6 +300,9 @@ class Builder:
             if v != v.to_integral_value():
                 self.doc.problem("'multipleOf' with a non-integer value is unsupported", at)
                 continue
+            if not ints_only:
+                self.doc.warn(f"'multipleOf' at '{self.doc.show(at)}' on numbers: only integer spellings are "
+                              "generated (10.0 and 1e1 are valid multiples too)")
             ints_only = True
             k = _lcm(k, int(v))
         lo, hi = m.lo, m.hi
@@ -241,10 +328,45 @@ class Builder:
         if ilo is not None and ihi is not None and (ihi - ilo) // k <= MAX_ENUMERATED_MULTIPLES:
             first = -((-ilo) // k) * k
             return self.term(alt(*(lit(str(n)) for n in range(first, ihi + 1, k))), "integer")
-        if k > 1000:
-            self.doc.problem(f"'multipleOf' {k} on an unbounded range is unsupported", m.multiple_of[0][1])
-            return integer_terminal(ilo, ihi)
-        return self.term(combine(integer_range(ilo, ihi), [multiple_of_regex(k)]), "integer")
+        signs = _half_lines(ilo, ihi)
+        for use_regex in (True, False):  # the last digits decide (k | 10**j): a small regex; else residue rules
+            if use_regex and (_divides_power_of_ten(k) and k <= 1000 or signs is None and k <= MAX_MODULUS_STATES):
+                try:
+                    return self.term(combine(integer_range(ilo, ihi), [multiple_of_regex(k)]), "integer")
+                except TooLarge:
+                    pass
+            elif not use_regex and signs is not None and k <= MAX_MODULUS_RULES:
+                return self._multiples(k, *signs)
+        # a residue automaton of k states in a loop: its regular expression grows exponentially in k
+        self.doc.problem(f"'multipleOf' {k} on this range is too complex to enforce exactly", m.multiple_of[0][1])
+        return integer_terminal(ilo, ihi)
+
+    def _multiples(self, k: int, zero: bool, positive: bool, negative: bool) -> ir.Expr:
+        """Canonical integers divisible by ``k`` as rules, one per residue (``R_r ::= d R_(10r+d mod k)``,
+        ``R_0`` may stop): the residue automaton without a regular expression, whose size would be
+        exponential in ``k``. Each digit is a lexeme; ``zero``/``positive``/``negative`` pick the half-lines."""
+        digit = [self.term(lit(str(d)), "digit") for d in range(10)]
+        names: dict[int, str] = {}
+        work: list[int] = []
+
+        def residue(r: int) -> ir.Ref:
+            if r not in names:
+                names[r] = self.fresh(f"multiple_of_{k}_r{r}")
+                work.append(r)
+            return ir.Ref(names[r])
+
+        lead = ir.Choice(tuple(ir.Sequence((digit[d], residue(d % k))) for d in range(1, 10)))
+        while work:
+            r = work.pop()
+            alts: list[ir.Expr] = [ir.EMPTY] if r == 0 else []
+            alts += [ir.Sequence((digit[d], residue((10 * r + d) % k))) for d in range(10)]
+            self.add_rule(names[r], alts)
+        options: list[ir.Expr] = [digit[0]] if zero else []
+        if positive:
+            options.append(lead)
+        if negative:
+            options.append(ir.Sequence((self.term(lit("-"), "minus"), lead)))
+        return ir.Choice(tuple(options))
 
     # ------------------------------------------------------------ strings
 
@@ -275,13 +397,23 @@ class Builder:
             return langs[0]
         return combine(base, langs)
 
-    def _string(self, m: Merged) -> Optional[ir.Expr]:
-        """A string terminal, or a rule expression for long or complex strings (None: no string fits)."""
+    def _string(self, m: Merged, drops: list[Rx] = ()) -> Optional[ir.Expr]:
+        """A string terminal, or a rule expression for long or complex strings (None: no string fits);
+        ``drops``: decoded languages no string may be in (``not``)."""
         lo, hi = m.min_len, m.max_len
         if hi is not None and hi < lo:
             return None
         where = m.where
         langs = self._string_constraints(m)
+        if drops and max(lo, hi or 0) > 2 * STRING_CHUNK:
+            self.doc.problem("'not' together with a length limit over 32 is unsupported", where)
+        elif drops:
+            try:
+                rx = combine(rep(ANY_CHAR, lo, hi), langs, drops)
+            except TooLarge:
+                self.doc.problem("'not' together with these string constraints is too complex", where)
+            else:
+                return None if rx is None else self.term(quoted(encode(rx)), "string")
         if not langs:
             return counted_string(self, lo, hi, where)
         if lo == 0 and hi is None and len(langs) == 1 and not m.patterns:
@@ -313,6 +445,8 @@ class Builder:
                     out.append((a.rest, frozenset()))
             return tuple(out)
 
+        if m.contains:
+            return self._containing(m, depth, atoms_at(None))
         lo, hi = m.min_items, m.max_items
         if hi is not None and hi - lo > MAX_COUNT_RANGE:
             self.doc.problem(f"maxItems {hi} is too large to enforce exactly (more than {MAX_COUNT_RANGE} above minItems)",
@@ -352,7 +486,7 @@ class Builder:
                 more_hi = None if hi is None else hi - i
                 if more_hi == 0:
                     return ir.EMPTY
-                return ir.Repetition(ir.Sequence((comma, ir.Ref(elem(i)))), more_lo, more_hi)
+                return self.counted(ir.Sequence((comma, ir.Ref(elem(i)))), more_lo, more_hi, f"{base}_items")
             if i not in tail_names:
                 tail_names[i] = self.fresh(f"{base}_items{i}")
             return ir.Ref(tail_names[i])
@@ -373,21 +507,83 @@ class Builder:
         )
         return ir.Choice((empty, body)) if lo == 0 else body
 
+    def _containing(self, m: Merged, depth: int, each: tuple[Atom, ...]) -> Optional[ir.Expr]:
+        """An array with ``contains``: elements of ``items`` (X), from ``minContains`` k to ``maxContains``
+        of which match ``contains`` (C). Without a maximum: ``[ (X ,)* XC ((, X)* , XC){k-1} (, X)* ]``;
+        with one, elements are either X∧C or X∧¬C (the negation as ``not`` takes it) and the X∧C ones
+        are counted. Only without ``prefixItems``/``minItems``/``maxItems`` and with one ``contains``."""
+        at, k, high = m.contains[0]
+        if len(m.contains) > 1 or any(a.prefix for a in m.arrays) or m.min_items or m.max_items is not None:
+            self.doc.problem("'contains' together with prefixItems, minItems, maxItems or another 'contains' "
+                             "is unsupported", at)
+        if max(k, high or 0) > SMALL_COUNT:
+            self.doc.problem(f"'minContains'/'maxContains' over {SMALL_COUNT} are unsupported", at)
+            k, high = min(k, 1), None
+        L = self.layout
+        comma = L.punct(",", depth)
+        d = self.child_depth(depth)
+        xc = self.value_rule(each + ((at, frozenset()),), d)
+        if high is not None:
+            neg = negation(self.doc.resolve(at))
+            if neg is None:
+                self.doc.problem("'maxContains' is supported only when 'contains' can be negated (as for 'not')", at)
+                high = None
+            elif high < k:
+                return None
+        if high is None:
+            if k == 0:
+                return None  # unreachable: merge keeps only constraining contains
+            x = self.value_rule(each, d)
+            if xc is None:
+                return None
+            others = ir.Repetition(ir.Sequence((comma, ir.Ref(x))), 0, None) if x is not None else ir.EMPTY
+            parts: list[ir.Expr] = [L.punct("[", depth)]
+            if x is not None:
+                parts.append(ir.Repetition(ir.Sequence((ir.Ref(x), comma)), 0, None))
+            parts.append(ir.Ref(xc))
+            for _ in range(k - 1):
+                parts += [others, comma, ir.Ref(xc)]
+            parts += [others, L.punct("]", depth)]
+            return ir.Sequence(tuple(parts))
+        n = self.value_rule(each + ((self.doc.synthetic(neg), frozenset()),), d)
+        others = ir.Repetition(ir.Sequence((comma, ir.Ref(n))), 0, None) if n is not None else ir.EMPTY
+        options: list[ir.Expr] = [L.punct("[]", depth)] if k == 0 else []
+        if xc is not None:
+            block = ir.Sequence((comma, ir.Ref(xc), others))
+            if n is not None:
+                options.append(ir.Sequence((L.punct("[", depth), ir.Ref(n), others, ir.Repetition(block, k, high),
+                                            L.punct("]", depth))))
+            if high >= 1:
+                options.append(ir.Sequence((L.punct("[", depth), ir.Ref(xc), others,
+                                            ir.Repetition(block, max(k - 1, 0), high - 1), L.punct("]", depth))))
+        elif n is not None and k == 0:
+            options.append(ir.Sequence((L.punct("[", depth), ir.Ref(n), others, L.punct("]", depth))))
+        return ir.Choice(tuple(options)) if options else None
+
     # ------------------------------------------------------------ objects
 
     def _object(self, m: Merged, depth: int) -> Optional[ir.Expr]:
         parts = m.objects
-        declared: list[str] = []
-        for o in parts:
-            for k in o.props:
-                if k not in declared:
-                    declared.append(k)
-        for k in m.required:
-            if k not in declared:
-                declared.append(k)
+        declared = list(dict.fromkeys([k for o in parts for k in o.props] + m.required))  # first-seen order
         required = set(m.required)
+        evaluated = [self._evaluated(p) for p in m.closed]
+        evaluated = [e for e in evaluated if e is not None]
+        for k in m.forbidden:
+            if k in required:
+                return None
         props: list[Member] = []
         for k in declared:
+            if k in m.forbidden:
+                continue
+            if not all(k in names or any(_safe_search(src, k) for src in pats) for names, pats in evaluated):
+                if k in required:
+                    return None  # a required member that unevaluatedProperties: false forbids
+                continue
+            if not _writable(k):
+                self.doc.problem(f"property name {k!r} has a lone surrogate and cannot be generated", m.where)
+                if k in required:
+                    return None
+                continue
             if not all(o.names is None or self.validator.valid(k, o.names) for o in parts):
                 if k in required:
                     return None
@@ -401,7 +597,7 @@ class Builder:
                     return None
                 continue
             props.append(Member(self.layout.key(k), r, k in required))
-        regions = self._regions(m, declared, depth)
+        regions = self._regions(m, declared + [k for k in m.forbidden if k not in declared], depth, evaluated)
         base = _rule_base(self.doc.show(m.where)) if m.atoms else "any"
         try:
             return object_expr(self, self.fresh(f"{base}_obj"), depth, props, regions, m.min_props, m.max_props)
@@ -410,8 +606,28 @@ class Builder:
             self.doc.problem("minProperties/maxProperties too large to count with these properties", where)
             return object_expr(self, self.fresh(f"{base}_obj"), depth, props, regions, 0, None)
 
-    def _regions(self, m: Merged, declared: list[str], depth: int) -> list[Member]:
-        """Key languages and value rules for members outside the declared names."""
+    def _evaluated(self, pointer: str) -> Optional[tuple[set[str], set[str]]]:
+        """The member names and ``patternProperties`` regexes that the subschema at ``pointer``
+        evaluates through itself, its ``$ref``s and ``allOf``s (None: all, by ``additionalProperties``).
+
+        Names only an ``anyOf``/``oneOf`` branch would evaluate are left out, so with
+        ``unevaluatedProperties: false`` such members are refused: sound, not complete."""
+        names: set[str] = set()
+        pats: set[str] = set()
+        for ptr, skip in expand(self.doc, ((pointer, frozenset()),)):
+            sch = self.doc.resolve(ptr)
+            if "additionalProperties" in sch and "additionalProperties" not in skip:
+                return None
+            if isinstance(sch.get("properties"), dict):
+                names.update(sch["properties"])
+            if isinstance(sch.get("patternProperties"), dict):
+                pats.update(sch["patternProperties"])
+        return names, pats
+
+    def _regions(self, m: Merged, declared: list[str], depth: int,
+                 evaluated: list[tuple[set[str], set[str]]] = ()) -> list[Member]:
+        """Key languages and value rules for members outside the declared names (under
+        ``unevaluatedProperties: false``, only keys matching one of its ``patternProperties``)."""
         pats: list[tuple[int, str, str]] = []
         for i, o in enumerate(m.objects):
             for src, p in o.patterns:
@@ -437,6 +653,8 @@ class Builder:
         simple = not pats and not names_langs  # keys are "anything but the declared names"
         out: list[Member] = []
         for mask in range(1 << len(pats)):
+            if not all(any(mask >> j & 1 and pats[j][1] in mine for j in range(len(pats))) for _, mine in evaluated):
+                continue  # keys here match none of the patterns an unevaluatedProperties: false evaluates
             atoms: list[Atom] = []
             for i, o in enumerate(m.objects):
                 mine = [p for j, (oi, _, p) in enumerate(pats) if oi == i and mask >> j & 1]
@@ -448,6 +666,13 @@ class Builder:
             if value is None:
                 continue
             if simple:
+                if _trie_size(declared) > current_budget().config.max_dfa_states // 2 or \
+                        max(map(len, declared), default=0) > MAX_EXCLUDED_KEY:
+                    # the automaton grows with the trie, and its regular expression nests as deep as a name
+                    where = m.objects[0].pointer if m.objects else m.where
+                    self.doc.warn(f"member keys at '{self.doc.show(where)}' outside the {len(declared)} declared "
+                                  "names are too many or too long to describe; no additional member is generated")
+                    continue
                 out.append(Member(self.layout.other_key(tuple(sorted(set(declared)))), value))
                 continue
             if declared and not words:
@@ -502,6 +727,36 @@ def _safe_search(src: str, key: str) -> bool:
         return search(src, key)
     except PatternError:
         return False  # reported where the pattern's key region is built
+
+
+def _trie_size(names: list[str]) -> int:
+    """Nodes of the trie of ``names`` (UTF-8): what the automaton of the keys outside them grows with."""
+    return len({name.encode("utf-8", "surrogatepass")[:i] for name in names for i in range(1, len(name.encode("utf-8", "surrogatepass")) + 1)})
+
+
+def _writable(v: Any) -> bool:
+    """Can ``v`` be written as UTF-8 JSON without a lone surrogate escape (which the grammar never produces)?"""
+    try:
+        json.dumps(v, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _half_lines(lo: Optional[int], hi: Optional[int]) -> Optional[tuple[bool, bool, bool]]:
+    """(zero, positive, negative) when the integers ``[lo, hi]`` are 0 and/or whole half-lines, else None."""
+    if lo not in (None, 0, 1) or hi not in (None, 0, -1) or (lo is not None and hi is not None and lo != hi):
+        return None
+    zero = (lo is None or lo <= 0) and (hi is None or hi >= 0)
+    return zero, hi is None, lo is None
+
+
+def _divides_power_of_ten(k: int) -> bool:
+    """Divisibility by ``k`` is decided by the last few digits (``k = 2**a * 5**b``)."""
+    for p in (2, 5):
+        while k % p == 0:
+            k //= p
+    return k == 1
 
 
 def _lcm(a: int, b: int) -> int:

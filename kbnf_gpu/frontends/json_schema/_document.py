@@ -47,7 +47,8 @@ IGNORED = frozenset(
         "$vocabulary", "then", "else", "minContains", "maxContains",
     }
 )
-# Standard assertion/applicator keywords the grammar cannot express.
+# Standard assertion/applicator keywords the grammar cannot express (``not``, the dependencies and
+# ``unevaluatedProperties`` only in the forms ``_merge`` takes apart first).
 UNSUPPORTED = frozenset(
     {
         "not", "if", "dependentSchemas", "dependentRequired", "dependencies", "contains",
@@ -81,6 +82,12 @@ def _split(location: str) -> tuple[int, str]:
     if slash < 0:
         return int(location[1:]), ""
     return int(location[1:slash]), location[slash:]
+
+
+def located(error: GrammarError, pointer: str) -> GrammarError:
+    """``error`` with its ``pointer`` attribute set (the message already names the place)."""
+    error.pointer = pointer
+    return error
 
 
 def check_registry(registry: Any) -> Optional[Mapping]:
@@ -134,7 +141,7 @@ class Document:
         """An unsupported construct: error when strict, else warn once."""
         text = f"{message} at '{self.show(location)}'"
         if self.strict:
-            raise GrammarError(text + " (pass strict=False to ignore it)")
+            raise located(GrammarError(text + " (pass strict=False to ignore it)"), self.show(location))
         self.warn(text + "; ignored")
 
     def warn(self, text: str) -> None:
@@ -143,7 +150,7 @@ class Document:
             warnings.warn(text, JsonSchemaWarning, stacklevel=4)
 
     def fail(self, message: str, location: str) -> GrammarError:
-        return GrammarError(f"{message} at '{self.show(location)}'")
+        return located(GrammarError(f"{message} at '{self.show(location)}'"), self.show(location))
 
     # ---------------------------------------------------------- documents
 
@@ -195,7 +202,8 @@ class Document:
                 continue
             if check_nesting and level > MAX_NESTING:
                 shown = loc if len(loc) < 80 else loc[:40] + "..." + loc[-37:]
-                raise GrammarError(f"schema nested more than {MAX_NESTING} levels deep at '{shown}'")
+                raise located(GrammarError(f"schema nested more than {MAX_NESTING} levels deep at '{shown}'"),
+                              self.show(loc))
             if level:
                 own = self._own_id(node, source)
                 if own is not None:

@@ -11,6 +11,7 @@ from bisect import bisect_right
 from dataclasses import dataclass
 from typing import Iterable, Optional
 
+from ...budget import current_budget
 from ...errors import GrammarError
 from ...ir import Alternation, CharClass, Concat, Literal, Repeat
 from . import _charset as cs
@@ -309,7 +310,9 @@ def to_regex(d: Optional[DFA], limit: int = MAX_REGEX_SIZE) -> Rx:
         succ[p].add(q)
         pred[q].add(p)
     remaining = set(range(n))
+    budget = current_budget()
     while remaining:
+        budget.tick("writing an automaton as a regular expression")
         k = min(remaining, key=lambda s: (len(pred[s] - {s}) * len(succ[s] - {s}), s))
         remaining.discard(k)
         loop = edge.pop((k, k), None)

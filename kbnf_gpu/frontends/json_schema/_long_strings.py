@@ -149,7 +149,7 @@ def counted_string(b: "Builder", lo: int, hi: Optional[int], where: str) -> ir.E
     def chunks(lo_: int, hi_: Optional[int]) -> list[ir.Expr]:
         if lo_ == hi_ == 0:
             return []
-        return [ir.Repetition(chunk, lo_, hi_)]
+        return [b.counted(chunk, lo_, hi_, "string_chunks")]
 
     if hi is None:
         body: list[ir.Expr] = [ir.Sequence((QUOTE, *chunks(q_lo, q_lo), tail(r_lo, None)))]

@@ -10,6 +10,7 @@ terminate.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Optional
@@ -77,6 +78,11 @@ class Merged:
     required: list[str] = field(default_factory=list)
     min_props: int = 0
     max_props: Optional[int] = None
+    closed: list[str] = field(default_factory=list)  # atoms with "unevaluatedProperties": false
+    contains: list[tuple[str, int, Optional[int]]] = field(default_factory=list)  # (pointer, min/maxContains)
+    not_values: list[tuple[Any, str]] = field(default_factory=list)  # (value, pointer) excluded by "not"
+    not_patterns: list[tuple[str, str]] = field(default_factory=list)  # (regex, pointer) no string may match
+    forbidden: list[str] = field(default_factory=list)  # member names "not": {"required": [name]} excludes
 
     @property
     def where(self) -> str:
@@ -122,8 +128,13 @@ def expand(doc: Document, atoms: Any) -> tuple[Atom, ...]:
     return tuple(out)
 
 
+DEPENDENCIES = ("dependentRequired", "dependentSchemas", "dependencies")
+NON_OBJECT = {"type": ["null", "boolean", "number", "string", "array"]}
+
+
 def first_choice(doc: Document, atoms: tuple[Atom, ...]) -> Optional[tuple[int, str, int]]:
-    """(atom index, keyword, branch count) of the first ``anyOf``/``oneOf`` left."""
+    """(atom index, keyword, branch count) of the first ``anyOf``/``oneOf`` left, or of the first
+    dependency keyword with a member name left (see ``dependency_branches``)."""
     for i, (ptr, skip) in enumerate(atoms):
         sch = doc.resolve(ptr)
         for kw in ("anyOf", "oneOf"):
@@ -132,12 +143,151 @@ def first_choice(doc: Document, atoms: tuple[Atom, ...]) -> Optional[tuple[int, 
                 if not isinstance(branches, list) or not branches:
                     raise doc.fail(f"'{kw}' must be a non-empty array", child(ptr, kw))
                 return i, kw, len(branches)
+        for kw in DEPENDENCIES:
+            if kw in sch and kw not in skip and _next_dependency(doc, ptr, skip, kw) is not None:
+                return i, kw, 3
+        if "if" in sch and "if" not in skip:
+            return i, "if", 2
     return None
+
+
+def if_branches(doc: Document, atoms: tuple[Atom, ...], i: int) -> list[tuple[Atom, ...]]:
+    """``if``/``then``/``else`` as two disjoint branches, ``if`` ∧ ``then`` and (not ``if``) ∧ ``else``,
+    where ``negation`` can write the negated ``if``; else unsupported (ignored when not strict)."""
+    ptr, skip = atoms[i]
+    sch = doc.resolve(ptr)
+    done = atoms[:i] + ((ptr, skip | {"if"}),) + atoms[i + 1:]
+    neg = negation(doc.resolve(child(ptr, "if")))
+    if neg is None:
+        doc.problem("'if' is supported only when it is one of "
+                    f"{', '.join(NEGATABLE)}, or 'properties' of one such name (with 'required')", child(ptr, "if"))
+        return [done]
+    yes = done + ((child(ptr, "if"), frozenset()),) + (((child(ptr, "then"), frozenset()),) if "then" in sch else ())
+    no = done + ((doc.synthetic(neg), frozenset()),) + (((child(ptr, "else"), frozenset()),) if "else" in sch else ())
+    return [yes, no]
+
+
+def negation(sch: Any) -> Optional[Any]:
+    """A schema for the values that ``sch`` rejects, when ``_negate`` can express it: one keyword among
+    ``NEGATABLE``, or ``properties`` of one name whose schema is such (optionally with that name
+    ``required``); annotations aside. None otherwise."""
+    if isinstance(sch, bool):
+        return not sch
+    if not isinstance(sch, dict):
+        return None
+    keys = [k for k in sch if k not in IGNORED]
+    if len(keys) == 1 and keys[0] in NEGATABLE:
+        return {"not": sch}
+    props = sch.get("properties")
+    required = sch.get("required", [])
+    if not isinstance(props, dict) or len(props) != 1 or set(keys) - {"properties", "required"}:
+        return None
+    (name, value), = props.items()
+    if required not in ([], [name]) or negation(value) is None or isinstance(value, bool):
+        return None
+    wrong = {"type": "object", "required": [name], "properties": {name: negation(value)}}
+    if not required:
+        return wrong
+    return {"anyOf": [NON_OBJECT, {"not": {"required": [name]}}, wrong]}
+
+
+def _next_dependency(doc: Document, ptr: str, skip: frozenset[str], kw: str) -> Optional[str]:
+    deps = doc.resolve(ptr)[kw]
+    if not isinstance(deps, dict):
+        raise doc.fail(f"'{kw}' must be an object", child(ptr, kw))
+    return next((name for name in deps if f"{kw}/{name}" not in skip), None)
+
+
+def dependency_branches(doc: Document, atoms: tuple[Atom, ...], i: int, kw: str) -> list[tuple[Atom, ...]]:
+    """``kw`` for its next member name ``a`` as three disjoint branches: not an object; an object
+    without ``a``; an object with ``a`` and what ``a`` brings (its required names, or its schema)."""
+    ptr, skip = atoms[i]
+    name = _next_dependency(doc, ptr, skip, kw)
+    at = child(ptr, kw, name)
+    need = doc.resolve(at)
+    done = atoms[:i] + ((ptr, skip | {f"{kw}/{name}"}),) + atoms[i + 1:]
+    if isinstance(need, list) and kw != "dependentSchemas":
+        if not all(isinstance(x, str) for x in need):
+            raise doc.fail("dependent names must be strings", at)
+        present: tuple[Atom, ...] = ((doc.synthetic({"type": "object", "required": [name, *need]}), frozenset()),)
+    elif isinstance(need, (dict, bool)) and kw != "dependentRequired":
+        present = ((doc.synthetic({"type": "object", "required": [name]}), frozenset()), (at, frozenset()))
+    else:
+        raise doc.fail(f"'{kw}' values must be {'arrays of names' if kw == 'dependentRequired' else 'schemas'}", at)
+    return [done + ((doc.synthetic(NON_OBJECT), frozenset()),),
+            done + ((doc.synthetic({"not": {"required": [name]}}), frozenset()),),
+            done + present]
+
+
+def choice_product(doc: Document, atoms: tuple[Atom, ...]) -> int:
+    """The number of branch combinations of every ``anyOf``/``oneOf`` (and dependency) left in a conjunction."""
+    product = 1
+    for ptr, skip in atoms:
+        sch = doc.resolve(ptr)
+        for kw in ("anyOf", "oneOf"):
+            if kw in sch and kw not in skip and isinstance(sch[kw], list):
+                product *= max(1, len(sch[kw]))
+        for kw in DEPENDENCIES:
+            if kw in sch and kw not in skip and isinstance(sch[kw], dict):
+                product *= 3 ** sum(f"{kw}/{name}" not in skip for name in sch[kw])
+        if "if" in sch and "if" not in skip:
+            product *= 2
+    return product
+
+
+NEGATABLE = ("type", "const", "enum", "required", "pattern")
+
+
+def _negate(doc: Document, m: Merged, arg: Any, at: str) -> None:
+    """``not`` of a schema with one keyword among ``NEGATABLE`` (annotations aside), else unsupported."""
+    if arg is True or arg == {}:
+        m.types = set()  # not true: nothing
+        return
+    if arg is False:
+        return
+    keys = [k for k in arg if k not in IGNORED] if isinstance(arg, dict) else None
+    if not keys or len(keys) != 1 or keys[0] not in NEGATABLE:
+        doc.problem(f"unsupported keyword 'not' (only one of {', '.join(NEGATABLE)} can be negated)", at)
+        return
+    kw, value = keys[0], arg[keys[0]]
+    where = child(at, kw)
+    if kw == "type":
+        names = value if isinstance(value, list) else [value]
+        removed: set[str] = set()
+        for t in names:
+            if t not in TYPES:
+                raise doc.fail(f"unknown type {t!r}", where)
+            removed |= _TYPE_MAP[t]
+        if "int" in removed and "frac" not in removed and "frac" in m.types:
+            doc.problem("'not' of 'integer' leaves the numbers with a fraction, which this grammar cannot single "
+                        "out (1.0 is an integer)", where)
+            removed.add("frac")
+        m.types -= removed
+    elif kw in ("const", "enum"):
+        values = [value] if kw == "const" else value
+        if not isinstance(values, list):
+            raise doc.fail("'enum' must be an array", where)
+        m.not_values.extend((v, where) for v in values)
+    elif kw == "required":  # "required" holds for every non-object: only objects can fail it
+        if not isinstance(value, list) or not all(isinstance(x, str) for x in value):
+            raise doc.fail("'required' must be an array of strings", where)
+        if len(value) > 1:
+            doc.problem("'not' of 'required' with several names is unsupported", where)
+            return
+        m.types &= {"object"} if value else set()
+        m.forbidden.extend(value)
+    else:  # likewise "pattern" for non-strings
+        if not isinstance(value, str):
+            raise doc.fail("'pattern' must be a string", where)
+        m.types &= {"string"}
+        m.not_patterns.append((value, where))
 
 
 def _num(doc: Document, v: Any, ptr: str) -> Decimal:
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         raise doc.fail("expected a number", ptr)
+    if isinstance(v, float) and not math.isfinite(v):
+        raise doc.fail(f"expected a finite number, got {v}", ptr)
     return Decimal(v) if isinstance(v, int) else Decimal(repr(v))
 
 
@@ -180,7 +330,23 @@ def merge(doc: Document, atoms: tuple[Atom, ...]) -> Merged:
             if kw in skip or kw in IGNORED or kw in APPLICATORS:
                 continue
             at = child(ptr, kw)
-            if kw in UNSUPPORTED:
+            if kw == "not":
+                _negate(doc, m, arg, at)
+                continue
+            if kw in DEPENDENCIES:
+                continue  # distributed by the builder (``dependency_branches``) before merging
+            if kw == "contains":
+                low = _count(doc, sch.get("minContains", 1), child(ptr, "minContains"))
+                high = sch.get("maxContains")
+                high = None if high is None else _count(doc, high, child(ptr, "maxContains"))
+                if low > 0 or high is not None:
+                    m.contains.append((at, low, high))
+                continue
+            if kw == "unevaluatedProperties" and arg in (True, {}):
+                continue  # everything may be unevaluated: no constraint
+            if kw == "unevaluatedProperties" and arg is False:
+                m.closed.append(ptr)
+            elif kw in UNSUPPORTED:
                 doc.problem(f"unsupported keyword '{kw}'", at)
             elif kw == "type":
                 names = arg if isinstance(arg, list) else [arg]
@@ -264,8 +430,10 @@ def merge(doc: Document, atoms: tuple[Atom, ...]) -> Merged:
             elif kw == "required":
                 if not isinstance(arg, list) or not all(isinstance(x, str) for x in arg):
                     raise doc.fail("'required' must be an array of strings", at)
+                known = set(m.required)
                 for name in arg:
-                    if name not in m.required:
+                    if name not in known:
+                        known.add(name)
                         m.required.append(name)
             elif kw == "minProperties":
                 m.min_props = max(m.min_props, _count(doc, arg, at))

@@ -94,12 +94,15 @@ def object_expr(
 
 
 def _in_order(b: "Builder", name: str, props: list[Member], regions: list[Member], piece) -> Optional[ir.Ref]:
-    """Members in schema order, no counting (the common case), as two chains of rules:
-    ``A_g`` (nothing written yet) and ``B_g`` (a member written; commas from now on).
+    """Members in schema order, no counting (the common case), as chains of rules:
+    ``A_g`` (nothing written yet), ``B_g`` (a member written; commas from now on)
+    and ``K_g`` (member g, key to value, then the rest):
 
-    ``A_g ::= key_g value_g B_g+1 | A_g+1`` (the skip only if property g is
-    optional), ``B_g ::= "," key_g value_g B_g+1 | B_g+1``; at the end
-    ``A_n``/``B_n`` take additional members, and ``B_n`` may stop.
+    ``A_g ::= K_g | A_g+1`` (the skip only if property g is optional),
+    ``B_g ::= "," K_g | B_g+1``, ``K_g ::= key_g value_g B_g+1``; at the end
+    ``A_n``/``B_n`` take additional members, and ``B_n`` may stop. Each key
+    appears once (not once after ``A`` and once after a comma), so each key's
+    lexeme run (key, colon) is one terminal downstream.
     """
     n = len(props)
     first_required = next((g for g, p in enumerate(props) if p.required), n)
@@ -111,24 +114,28 @@ def _in_order(b: "Builder", name: str, props: list[Member], regions: list[Member
         last_a = first_required
     a_names = [b.fresh(f"{name}_a{g}") for g in range(last_a + 1)]
     b_names = {g: b.fresh(f"{name}_b{g}") for g in range(1 if n else 0, n + 1)}
+    k_names = [b.fresh(f"{name}_k{g}") for g in range(n)]
 
     def after(g: int) -> ir.Ref:
         return ir.Ref(b_names[g])
 
+    for g, rule in enumerate(k_names):
+        b.add_rule(rule, [ir.Sequence((*props[g].key, ir.Ref(props[g].value), after(g + 1)))])
     for g, rule in enumerate(a_names):
         if g == n:
             b.add_rule(rule, [ir.Sequence((*piece(r, True), ir.Ref(r.value), after(n))) for r in regions])
             continue
-        alts: list[ir.Expr] = [ir.Sequence((*piece(props[g], True), ir.Ref(props[g].value), after(g + 1)))]
+        alts: list[ir.Expr] = [ir.Ref(k_names[g])]
         if not props[g].required and g + 1 <= last_a:
             alts.append(ir.Ref(a_names[g + 1]))
         b.add_rule(rule, alts)
+    comma = piece(Member((), ""), False)
     for g, rule in b_names.items():
         if g == n:
             alts = [ir.Sequence((*piece(r, False), ir.Ref(r.value), after(n))) for r in regions]
             b.add_rule(rule, [*alts, ir.EMPTY])
             continue
-        alts = [ir.Sequence((*piece(props[g], False), ir.Ref(props[g].value), after(g + 1)))]
+        alts = [ir.Sequence((*comma, ir.Ref(k_names[g])))]
         if not props[g].required:
             alts.append(after(g + 1))
         b.add_rule(rule, alts)

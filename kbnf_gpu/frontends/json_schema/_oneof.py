@@ -75,6 +75,8 @@ def _signature(doc: Document, atoms: tuple[Atom, ...]) -> Any:
             ts = sch["type"] if isinstance(sch["type"], list) else [sch["type"]]
             allowed: set[str] = set()
             for t in ts:
+                if not isinstance(t, str):
+                    continue  # reported by ``merge`` with its pointer
                 allowed |= {"integer": {"int"}, "number": {"int", "frac"}}.get(t, {t})
             types &= allowed
         vals = _const_values(sch)

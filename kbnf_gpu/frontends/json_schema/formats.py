@@ -12,13 +12,19 @@ what python ``jsonschema``'s format checker accepts:
 * ``email``: dot-atom local part ``@`` dot-separated domain labels (letters,
   digits, inner hyphens; label lengths unchecked; no quoted local parts or
   address literals).
+* ``idn-email``: the same with non-ASCII characters (RFC 6531) in both parts.
 * ``hostname``: RFC 1123 labels of 1-63 characters separated by dots; the
   253-character total is not enforced.
 * ``uuid``: 8-4-4-4-12 hex digits, either case.
 * ``ipv4``: dotted quad without leading zeros; ``ipv6``: RFC 4291 text forms
   (with an embedded IPv4 tail, no zone id).
 * ``uri``: RFC 3986 ``URI`` without IP-literal hosts (``[...]``).
-* ``json-pointer``: RFC 6901.
+* ``uri-reference``: RFC 3986 ``URI-reference``; ``iri``/``iri-reference``:
+  RFC 3987 (``ucschar``, ``iprivate`` in queries); no IP-literal hosts.
+* ``uri-template``: RFC 6570 (levels 1-4).
+* ``json-pointer``: RFC 6901; ``relative-json-pointer``: its draft-handrews
+  form (a non-negative integer, then ``#`` or a JSON pointer), integers as
+  python ``jsonschema`` checks them (no digit after a ``0``: ``100`` fails there).
 * ``byte`` (OpenAPI): base64 (RFC 4648 alphabet, ``=`` padding to a multiple of 4).
 
 OpenAPI's numeric formats bound numbers: ``int8``...``int64`` and
@@ -27,8 +33,8 @@ OpenAPI's numeric formats bound numbers: ``int8``...``int64`` and
 ``float``, ``double`` and the string formats ``binary`` and ``password``
 constrain nothing a JSON text can show and are annotations.
 
-The other standard formats (``idn-*``, ``iri*``, ``uri-reference``,
-``uri-template``, ``relative-json-pointer``, ``regex``) are unsupported;
+The other standard formats (``idn-hostname``, ``regex``: the
+strings Python's ``re`` compiles are not a regular language) are unsupported;
 non-standard names are annotations and ignored (the validator ignores them
 too).
 """
@@ -57,6 +63,10 @@ HOSTNAME = rf"{_LABEL}(?:\.{_LABEL})*"
 _ATOM = r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+"
 _DOMAIN_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?"
 EMAIL = rf"{_ATOM}(?:\.{_ATOM})*@{_DOMAIN_LABEL}(?:\.{_DOMAIN_LABEL})*"
+_U = r"\u00A0-\uD7FF\uF900-\uFDCF\uFDF0-\uFFEF"  # RFC 6531 UTF8-non-ascii (BMP, no surrogates/noncharacters)
+_IDN_ATOM = rf"[A-Za-z0-9!#$%&'*+/=?^_`{{|}}~{_U}-]+"
+_IDN_LABEL = rf"[A-Za-z0-9{_U}](?:[A-Za-z0-9{_U}-]*[A-Za-z0-9{_U}])?"
+IDN_EMAIL = rf"{_IDN_ATOM}(?:\.{_IDN_ATOM})*@{_IDN_LABEL}(?:\.{_IDN_LABEL})*"
 _H = r"[0-9a-fA-F]"
 UUID = rf"{_H}{{8}}-{_H}{{4}}-{_H}{{4}}-{_H}{{4}}-{_H}{{12}}"
 _OCTET = r"(?:25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])"
@@ -109,7 +119,35 @@ _HIER = (
 )
 _QUERY = rf"(?:{_PCHAR}|[/?])*"
 URI = rf"[A-Za-z][A-Za-z0-9+.\-]*:{_HIER}(?:\?{_QUERY})?(?:#{_QUERY})?"
+
+
+def _uri_reference(unreserved: str, private: str = "") -> tuple[str, str]:
+    """RFC 3986 ``URI`` and ``URI-reference`` (RFC 3987 ``IRI``/``IRI-reference`` with ``ucschar``s
+    added to ``unreserved`` and ``iprivate`` to the query), without IP-literal hosts."""
+    pchar = rf"(?:[{unreserved}{_SUBDELIMS}:@]|{_PCT})"
+    nc = rf"(?:[{unreserved}{_SUBDELIMS}@]|{_PCT})"  # no colon: a first relative segment is not a scheme
+    userinfo = rf"(?:[{unreserved}{_SUBDELIMS}:]|{_PCT})*"
+    authority = rf"(?:{userinfo}@)?(?:[{unreserved}{_SUBDELIMS}]|{_PCT})*(?::[0-9]*)?"
+    query = rf"(?:{pchar}|[/?{private}])*"
+    fragment = rf"(?:{pchar}|[/?])*"
+    tail = rf"(?:\?{query})?(?:#{fragment})?"
+    hier = rf"(?://{authority}(?:/{pchar}*)*|/(?:{pchar}+(?:/{pchar}*)*)?|{pchar}+(?:/{pchar}*)*|)"
+    relative = rf"(?://{authority}(?:/{pchar}*)*|/(?:{pchar}+(?:/{pchar}*)*)?|{nc}+(?:/{pchar}*)*|)"
+    absolute = rf"[A-Za-z][A-Za-z0-9+.\-]*:{hier}{tail}"
+    return absolute, rf"(?:{absolute}|{relative}{tail})"
+
+
+_UCSCHAR = r"\u00A0-\uD7FF\uF900-\uFDCF\uFDF0-\uFFEF"
+_IPRIVATE = r"\uE000-\uF8FF"
+_, URI_REFERENCE = _uri_reference(_UNRESERVED)
+IRI, IRI_REFERENCE = _uri_reference(_UNRESERVED + _UCSCHAR, _IPRIVATE)
 JSON_POINTER = r"(?:/(?:[^~/]|~[01])*)*"
+# python jsonschema rejects a digit after any 0 of the integer ("100"): the accepted integers are kept sound
+RELATIVE_JSON_POINTER = rf"(?:0|[1-9]+0?)(?:#|{JSON_POINTER})"
+_VARCHAR = rf"(?:[A-Za-z0-9_]|{_PCT})"
+_VARSPEC = rf"{_VARCHAR}(?:\.?{_VARCHAR})*(?::[1-9][0-9]{{0,3}}|\*)?"
+_TEMPLATE_LITERAL = r"[^\x00-\x20\x7F\"'%<>\\^`{|}]"
+URI_TEMPLATE = rf"(?:{_TEMPLATE_LITERAL}|{_PCT}|\{{[+#./;?&=,!@|]?{_VARSPEC}(?:,{_VARSPEC})*\}})*"
 _B64 = r"[A-Za-z0-9+/]"
 BASE64 = rf"(?:{_B64}{{4}})*(?:{_B64}{{2}}==|{_B64}{{3}}=)?"
 
@@ -119,12 +157,18 @@ FORMATS: dict[str, str] = {
     "date-time": rf"{DATE}[Tt]{TIME}",
     "duration": DURATION,
     "email": EMAIL,
+    "idn-email": IDN_EMAIL,
     "hostname": HOSTNAME,
     "uuid": UUID,
     "ipv4": IPV4,
     "ipv6": IPV6,
     "uri": URI,
+    "uri-reference": URI_REFERENCE,
+    "iri": IRI,
+    "iri-reference": IRI_REFERENCE,
+    "uri-template": URI_TEMPLATE,
     "json-pointer": JSON_POINTER,
+    "relative-json-pointer": RELATIVE_JSON_POINTER,
     "byte": BASE64,
 }
 
@@ -135,13 +179,7 @@ INTEGER_FORMATS: dict[str, tuple[int, int]] = {
 
 UNSUPPORTED_FORMATS = frozenset(
     {
-        "idn-email",
         "idn-hostname",
-        "iri",
-        "iri-reference",
-        "uri-reference",
-        "uri-template",
-        "relative-json-pointer",
         "regex",
     }
 )

@@ -6,10 +6,14 @@ Everything here is ASCII, so code-point ``CharClass`` ranges equal bytes.
   (either bound may be ``None``): no leading zeros, no ``-0``, no fraction,
   no exponent.
 * ``decimal_range(lo, lo_excl, hi, hi_excl)``: JSON numbers in the range.
-  Plain decimal notation (``12``, ``-0.50``) is exact; exponent notation is
-  admitted only where it provably stays inside the bounds (see
-  ``magnitude_range``), e.g. everything for ``minimum: 0``. ``-0`` and
-  ``-0.0`` are never produced. Comparison is exact in decimal; a validator
+  Plain decimal notation (``12``, ``-0.50``) is exact, and so is every
+  spelling with an exponent from -10 to 10 (``1e-9``, ``1E+2``, ``0.5e1``,
+  ``5E-001``: for each exponent, the mantissas are a plain range), and every
+  spelling of zero (``-0``, ``-0.0``, ``0e5``). Beyond that window an
+  exponent is admitted only where it provably stays inside the bounds (see
+  ``magnitude_range``), e.g. everything for ``minimum: 0``: not every
+  spelling with a large exponent can be matched by a regular language
+  (``1`` followed by k zeros then ``e-k`` is 1 for every k). Comparison is exact in decimal; a validator
   that parses into binary floats may still round a number with more than ~15
   significant digits onto an exclusive bound.
 """
@@ -236,22 +240,49 @@ def decimal_range(
     for v in (lo, hi):
         if v is not None and (not v.is_finite() or v.adjusted() > MAX_DIGITS):
             raise GrammarError(f"number bound {v} is too large")
+    windowed = []
+    for e in range(-EXPONENT_WINDOW, EXPONENT_WINDOW + 1):
+        mantissas = _signed_range(None if lo is None else lo.scaleb(-e), lo_excl,
+                                  None if hi is None else hi.scaleb(-e), hi_excl, _plain_magnitude)
+        if mantissas is not None:
+            windowed.append(seq(mantissas, exponent_spelling(e)))
+    zero_fits = (lo is None or lo < 0 or (lo == 0 and not lo_excl)) and (hi is None or hi > 0 or (hi == 0 and not hi_excl))
+    return alt(_signed_range(lo, lo_excl, hi, hi_excl, magnitude_range), *windowed, ZERO if zero_fits else None)
+
+
+def _signed_range(lo: Optional[Decimal], lo_excl: bool, hi: Optional[Decimal], hi_excl: bool,
+                  magnitude) -> Optional[RegExpr]:
+    """Signed numbers in the range from unsigned ones (``magnitude``), ``-0`` left out (see ``ZERO``)."""
+    if lo is not None and hi is not None and (lo > hi or (lo == hi and (lo_excl or hi_excl))):
+        return None
     pos = None
     if hi is None or hi > 0 or (hi == 0 and not hi_excl):
         if lo is None or lo < 0:
-            pos = magnitude_range(Decimal(0), False, hi, hi_excl)
+            pos = magnitude(Decimal(0), False, hi, hi_excl)
         else:
-            pos = magnitude_range(lo, lo_excl, hi, hi_excl)
+            pos = magnitude(lo, lo_excl, hi, hi_excl)
     neg = None
     if lo is None or lo < 0:
         if hi is None or hi >= 0:
-            m = magnitude_range(Decimal(0), True, -lo if lo is not None else None, lo_excl)
+            m = magnitude(Decimal(0), True, -lo if lo is not None else None, lo_excl)
         else:
-            m = magnitude_range(-hi, hi_excl, -lo if lo is not None else None, lo_excl)
+            m = magnitude(-hi, hi_excl, -lo if lo is not None else None, lo_excl)
         neg = seq(lit("-"), m)
     return alt(neg, pos)
 
 
+def exponent_spelling(e: int) -> RegExpr:
+    """Every JSON spelling of the exponent part for ``e`` (``e5``, ``E+005``; ``e0``, ``E-00`` for 0)."""
+    zeros = Repeat(lit("0"), 0, None)
+    if e == 0:
+        return seq(_E, Repeat(CharClass(((0x2B, 0x2B), (0x2D, 0x2D))), 0, 1), Repeat(lit("0"), 1, None))
+    sign = lit("-") if e < 0 else Repeat(lit("+"), 0, 1)
+    return seq(_E, sign, zeros, lit(str(abs(e))))
+
+
+EXPONENT_WINDOW = 10  # exponents -10..10 are exact under any bounds (each a plain range of mantissas)
+ZERO = seq(Repeat(lit("-"), 0, 1), lit("0"), Repeat(seq(lit("."), Repeat(lit("0"), 1, None)), 0, 1),
+           Repeat(EXPONENT, 0, 1))  # every spelling of zero, -0 and 0e7 included
 NEG_EXPONENT_307 = seq(_E, lit("-"), Repeat(lit("0"), 0, None), natural_range(0, 307))
 NUMBER: RegExpr = seq(
     Repeat(lit("-"), 0, 1),

@@ -1,0 +1,204 @@
+"""Hostile JSON Schemas (issue #13): each is served within the compile budget or refused with a library error
+that names its JSON pointer; never a hang, a ``MemoryError``, an ``OverflowError``, a ``UnicodeError`` or a
+``TypeError``.
+
+Every case runs the front end and ``normalize`` (what compiling costs once token tables are lazy) under a
+``CompileConfig`` with a short wall-clock budget, so a regression to slow shows as ``CompileBudgetExceeded``
+instead of a passing test. Served cases with huge counts also check the language at its edges with the Earley
+parser (counted repetitions are built by doubling, so their exactness matters).
+"""
+from __future__ import annotations
+
+import json
+import warnings
+from typing import Any
+
+import pytest
+
+from kbnf_gpu.budget import compile_budget
+from kbnf_gpu.check import check_parser
+from kbnf_gpu.config import CompileConfig
+from kbnf_gpu.errors import CompileBudgetExceeded, GrammarError, KbnfGpuError
+from kbnf_gpu.frontends import parse_grammar
+from kbnf_gpu.frontends.json_schema import JsonSchemaWarning
+from kbnf_gpu.normalize import normalize
+from kbnf_gpu.runtime.earley import EarleyParser
+
+CONFIG = CompileConfig(time_budget_s=8.0)
+
+
+def build(schema: Any, front_end_only: bool = False, **opts: Any) -> Any:
+    with compile_budget(CONFIG):
+        g = parse_grammar(schema, "json_schema", **opts)
+        return g if front_end_only else normalize(g, CONFIG.normalize_config())
+
+
+def status(bnf: Any, text: str) -> str:
+    return check_parser(EarleyParser(bnf), text).status
+
+
+def ref_fanout(depth: int) -> dict:
+    """Each level refers to the next twice: expanded, 2**depth copies; as rules, one per level."""
+    defs: dict[str, Any] = {
+        f"d{i}": {"anyOf": [{"$ref": f"#/$defs/d{i + 1}"},
+                            {"type": "object", "properties": {"a": {"$ref": f"#/$defs/d{i + 1}"},
+                                                              "b": {"$ref": f"#/$defs/d{i + 1}"}}}]}
+        for i in range(depth)
+    }
+    defs[f"d{depth}"] = {"type": "integer"}
+    return {"$ref": "#/$defs/d0", "$defs": defs}
+
+
+def allof_fanout(depth: int) -> dict:
+    defs: dict[str, Any] = {f"d{i}": {"allOf": [{"$ref": f"#/$defs/d{i + 1}"}, {"$ref": f"#/$defs/d{i + 1}"}],
+                                      "properties": {f"p{i}": {"type": "integer"}}} for i in range(depth)}
+    defs[f"d{depth}"] = {"type": "object"}
+    return {"$ref": "#/$defs/d0", "$defs": defs}
+
+
+def deep(levels: int) -> dict:
+    s: dict = {}
+    for _ in range(levels):
+        s = {"items": s}
+    return s
+
+
+# (id, schema (a dict, or JSON text for non-finite numbers), error class, pointer, CompileConfig limit or None)
+REFUSED = [
+    ("allof-anyof-cross-product",
+     {"allOf": [{"anyOf": [{"type": "object", "required": [f"x{i}_{j}"]} for j in range(4)]} for i in range(20)]},
+     CompileBudgetExceeded, "/allOf/0/anyOf", "max_schema_branches"),
+    ("anyof-10000-objects",
+     {"anyOf": [{"type": "object", "properties": {f"k{i}": {"type": "integer"}}, "required": [f"k{i}"]}
+                for i in range(10_000)]},
+     CompileBudgetExceeded, "/anyOf", "max_schema_branches"),
+    ("const-100KB", {"const": "x" * 100_000}, CompileBudgetExceeded, "/const", "max_dfa_states"),
+    ("enum-value-100KB", {"enum": [1, "ab" * 50_000]}, CompileBudgetExceeded, "/enum", "max_dfa_states"),
+    ("minimum-minus-infinity", '{"type": "number", "minimum": -1e999}', GrammarError, "/minimum", None),
+    ("maximum-infinity-integer", '{"type": "integer", "maximum": 1e999}', GrammarError, "/maximum", None),
+    ("exclusive-minimum-nan", '{"exclusiveMinimum": NaN}', GrammarError, "/exclusiveMinimum", None),
+    ("multipleof-infinity", '{"multipleOf": 1e999}', GrammarError, "/multipleOf", None),
+    ("surrogate-property-name", {"type": "object", "properties": {"a\ud800": {}}, "required": ["a\ud800"]},
+     GrammarError, "/", None),
+    ("surrogate-const", {"const": "a\udc00"}, GrammarError, "/const", None),
+    ("surrogate-enum", {"enum": ["ok", "\ud800"]}, GrammarError, "/enum", None),
+    ("surrogate-nested-const", {"const": {"k": ["\ud800"]}}, GrammarError, "/const", None),
+    ("type-is-an-object", {"oneOf": [{"type": {}}, {}]}, GrammarError, "/oneOf/0/type", None),
+    ("type-is-a-number", {"type": 3}, GrammarError, "/type", None),
+    ("maxitems-1e9-range", {"type": "array", "maxItems": 10**9}, GrammarError, "/", None),
+    ("maxlength-1e9-range", {"type": "string", "maxLength": 10**9}, GrammarError, "/", None),
+    ("minlength-1e30-pattern", {"type": "string", "minLength": 10**30, "pattern": "^a+$"}, GrammarError, "/", None),
+    ("minproperties-1e9", {"type": "object", "minProperties": 10**9, "properties": {"a": {}}}, GrammarError, "/",
+     None),
+    ("multipleof-97-from-456", {"type": "integer", "minimum": 456, "multipleOf": 456}, GrammarError, "/multipleOf",
+     None),
+    ("multipleof-tiny", {"type": "number", "multipleOf": 1e-300}, GrammarError, "/multipleOf", None),
+    ("nesting-5000", deep(5000), GrammarError, "/items/items", None),
+    ("minlength-negative", {"type": "string", "minLength": -1}, GrammarError, "/minLength", None),
+    ("required-not-strings", {"type": "object", "required": [1, {}]}, GrammarError, "/required", None),
+    ("properties-a-list", {"type": "object", "properties": [{}]}, GrammarError, "/properties", None),
+    ("anyof-empty", {"anyOf": []}, GrammarError, "/anyOf", None),
+]
+
+
+@pytest.mark.parametrize("schema,error,pointer,limit", [c[1:] for c in REFUSED], ids=[c[0] for c in REFUSED])
+def test_hostile_schema_is_refused_clearly(schema: Any, error: type, pointer: str, limit: Any) -> None:
+    with pytest.raises(error) as info:
+        build(schema)
+    e = info.value
+    assert e.pointer is not None and e.pointer.startswith(pointer), (e.pointer, str(e))
+    assert f"'{e.pointer}'" in str(e) or len(e.pointer) > 80  # long pointers are shortened in the message
+    if limit is not None:
+        assert e.limit == limit, str(e)
+
+
+# (id, schema, texts that are complete, texts that are not)
+SERVED = [
+    ("minlength-1e9", {"type": "string", "minLength": 10**9}, [], ['"abc"', '""']),
+    ("minlength-1e9-float", {"type": "string", "minLength": 1e9}, [], ['"abc"']),
+    ("min-max-length-1e9", {"type": "string", "minLength": 10**9, "maxLength": 10**9 + 5}, [], ['"abc"']),
+    ("minlength-1e18", {"type": "string", "minLength": 10**18}, [], ['"abc"']),
+    ("minlength-1e30", {"type": "string", "minLength": 1e30}, [], ['"abc"']),
+    ("minitems-1e9", {"type": "array", "minItems": 10**9}, [], ["[]", "[1, 2]"]),
+    ("min-max-items-1e9", {"type": "array", "minItems": 10**9, "maxItems": 10**9}, [], ["[1]"]),
+    ("minitems-1e30", {"type": "array", "minItems": 1e30, "items": {"type": "integer"}}, [], ["[1]"]),
+    ("ref-fanout-30", ref_fanout(30), ["1", '{"a": {"b": 2}}'], ['{"a": "x"}']),
+    ("allof-fanout-30", allof_fanout(30), ['{"p0": 1, "p29": 2}'], ['{"p3": "x"}']),
+    ("const-and-format-object", {"const": "foo", "format": {}}, ['"foo"'], ['"bar"']),
+    ("minimum-1e308", {"type": "integer", "minimum": 1e308}, ["1" + "0" * 308], ["5"]),
+    ("enum-10000", {"enum": [f"value{i}" for i in range(10_000)]}, ['"value0"', '"value9999"'],
+     ['"value10000"', '"value"']),
+    ("long-declared-name",  # found by the fuzz: keys outside a 400-character name nested that deep
+     {"type": "object", "properties": {"a" * 400: {"type": "integer"}, "b": {}}, "required": ["b"]},
+     ['{"b": 1}', '{"' + "a" * 400 + '": 1, "b": 2}'], ['{"b": 1, "c": 2}']),
+    ("ref-cycle", {"$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"$ref": "#/$defs/a"}}, "$ref": "#/$defs/a"},
+     ["1", '"x"'], []),
+]
+
+
+@pytest.mark.parametrize("schema,good,bad", [c[1:] for c in SERVED], ids=[c[0] for c in SERVED])
+def test_hostile_but_legal_schema_is_served(schema: Any, good: list[str], bad: list[str]) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", JsonSchemaWarning)
+        bnf = build(schema)
+    for text in good:
+        assert status(bnf, text) == "complete", text
+    for text in bad:
+        assert status(bnf, text) != "complete", text
+    if "minLength" in schema:
+        assert status(bnf, '"abc') == "prefix"  # far from done, but on the way
+
+
+@pytest.mark.parametrize("lo,hi", [(600, 610), (1000, 1000), (513, None)])
+def test_long_counted_strings_are_exact(lo: int, hi: Any) -> None:
+    """Counts past ``SMALL_COUNT`` chunks are built by doubling: the length bounds stay exact."""
+    schema = {"type": "string", "minLength": lo, **({} if hi is None else {"maxLength": hi})}
+    bnf = build(schema)
+    top = (hi if hi is not None else lo) + 20
+    for n in sorted({lo - 17, lo - 16, lo - 1, lo, lo + 1, lo + 15, lo + 16, (hi or lo) - 1, hi or lo,
+                     (hi or lo) + 1, (hi or lo) + 16, top}):
+        ok = n >= lo and (hi is None or n <= hi)
+        assert (status(bnf, json.dumps("é" * (n - 3) + "a\\n")) == "complete") == ok, n
+
+
+@pytest.mark.parametrize("lo,hi", [(40, 43), (70, 70), (33, None)])
+def test_long_counted_arrays_are_exact(lo: int, hi: Any) -> None:
+    schema = {"type": "array", "items": {"type": "integer"}, "minItems": lo,
+              **({} if hi is None else {"maxItems": hi})}
+    bnf = build(schema)
+    for n in range(max(0, lo - 3), (hi if hi is not None else lo) + 4):
+        ok = n >= lo and (hi is None or n <= hi)
+        assert (status(bnf, json.dumps(list(range(n)))) == "complete") == ok, n
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"type": "object", "properties": {f"k{i}": {"type": "integer"} for i in range(2_000)}},
+        {"type": "object", "required": [f"k{i}" for i in range(10_000)]},
+        {"oneOf": [{"type": "object", "properties": {"kind": {"const": f"v{i}"}, "x": {"type": "string"}},
+                    "required": ["kind"]} for i in range(1_000)]},
+    ],
+    ids=["optional-2000", "required-10000", "oneof-1000-discriminated"],
+)
+def test_big_objects_front_end_is_bounded(schema: dict) -> None:
+    """The front end serves these within the budget (the downstream cost of thousands of key terminals is the
+    table side's: under the default budget it either finishes or raises ``CompileBudgetExceeded``)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", JsonSchemaWarning)
+        g = build(schema, front_end_only=True)
+    assert len(g.rules) > 1000
+
+
+def test_lone_surrogates_are_dropped_with_a_warning_when_not_strict() -> None:
+    with pytest.warns(JsonSchemaWarning, match="lone surrogate"):
+        bnf = build({"enum": ["ok", "\ud800"]}, strict=False)
+    assert status(bnf, '"ok"') == "complete"
+    with pytest.warns(JsonSchemaWarning, match="lone surrogate"):
+        bnf = build({"type": "object", "properties": {"a\ud800": {}, "b": {"type": "integer"}}}, strict=False)
+    assert status(bnf, '{"b": 1}') == "complete"
+
+
+def test_every_refusal_is_a_library_error() -> None:
+    """The error family: every refusal above is a ``KbnfGpuError`` (and a ``ValueError``, as before)."""
+    assert issubclass(CompileBudgetExceeded, KbnfGpuError) and issubclass(GrammarError, ValueError)

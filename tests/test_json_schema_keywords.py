@@ -1,0 +1,224 @@
+"""More schema keywords (issue #15 item 5), brute force against ``jsonschema``.
+
+``unevaluatedProperties: false``: every value of a fixed set of objects is complete exactly when
+``jsonschema`` says it is valid (``any_order=True``, so member order plays no part), except where only an
+``anyOf``/``oneOf`` branch evaluates a member: there the grammar is sound (never accepts an invalid value).
+"""
+from __future__ import annotations
+
+import itertools
+import json
+from typing import Any
+
+import jsonschema
+import pytest
+
+from kbnf_gpu.check import check_parser
+from kbnf_gpu.frontends.json_schema import parse_json_schema
+from kbnf_gpu.normalize import normalize
+from kbnf_gpu.runtime.earley import EarleyParser
+
+VALUES: list[Any] = [
+    {}, {"a": 1}, {"b": 1}, {"a": 1, "b": 2}, {"c": "s"}, {"a": 1, "c": "s"}, {"x1": 1}, {"x1": "s"},
+    {"a": 1, "x1": 2}, {"z": 1}, {"q": 1}, {"a": "s"}, {"a": 1, "b": 2, "c": "s"}, [], 3,
+]
+
+EXACT = [
+    {"type": "object", "properties": {"a": {"type": "integer"}}, "unevaluatedProperties": False},
+    {"type": "object", "allOf": [{"properties": {"a": {"type": "integer"}}}], "properties": {"b": {}},
+     "unevaluatedProperties": False},
+    {"$defs": {"base": {"properties": {"a": {"type": "integer"}}, "required": ["a"]}}, "$ref": "#/$defs/base",
+     "properties": {"c": {"type": "string"}}, "unevaluatedProperties": False},
+    # the inner false sees only its own subschema: "b" is unevaluated there
+    {"allOf": [{"properties": {"a": {}}, "unevaluatedProperties": False}], "properties": {"b": {}}},
+    {"type": "object", "patternProperties": {"^x": {"type": "integer"}}, "unevaluatedProperties": False},
+    {"type": "object", "properties": {"a": {}}, "patternProperties": {"^x": {}}, "unevaluatedProperties": False},
+    {"type": "object", "properties": {"a": {}}, "additionalProperties": {"type": "integer"},
+     "unevaluatedProperties": False},
+    {"properties": {"a": {}}, "unevaluatedProperties": True},
+    {"properties": {"a": {}}, "required": ["a", "b"], "unevaluatedProperties": False, "type": "object"},
+]
+SOUND = [
+    {"type": "object", "anyOf": [{"properties": {"a": {}}}, {"properties": {"b": {}}}],
+     "unevaluatedProperties": False},
+]
+
+
+def _check(schema: dict, exact: bool) -> None:
+    validator = jsonschema.Draft202012Validator(schema)
+    try:
+        parser = EarleyParser(normalize(parse_json_schema(schema, any_order=True)))
+    except ValueError as e:
+        assert "unsatisfiable" in str(e)
+        assert not any(validator.is_valid(v) for v in VALUES)
+        return
+    for v in VALUES:
+        got = check_parser(parser, json.dumps(v)).status == "complete"
+        valid = validator.is_valid(v)
+        assert got == valid if exact else (valid or not got), (schema, v, got, valid)
+
+
+@pytest.mark.parametrize("schema", EXACT, ids=[f"exact{i}" for i in range(len(EXACT))])
+def test_unevaluated_properties_false_exact(schema: dict) -> None:
+    _check(schema, exact=True)
+
+
+@pytest.mark.parametrize("schema", SOUND, ids=[f"sound{i}" for i in range(len(SOUND))])
+def test_unevaluated_properties_false_sound(schema: dict) -> None:
+    _check(schema, exact=False)
+
+
+NOT_VALUES: list[Any] = [None, True, False, 0, 1.5, "", "a", "b", "ab", "x", "xc", "abc", "abcd", [], [1], {},
+                         {"a": 1}, {"b": 1}, {"a": 1, "b": 2}]
+NOT_EXACT = [
+    {"not": {"type": "string"}},
+    {"not": {"type": ["object", "array", "number"]}},
+    {"type": "string", "not": {"const": "a"}},
+    {"not": {"enum": ["a", "b", None, True], "description": "annotations do not count"}},
+    {"type": "object", "not": {"required": ["a"]}},
+    {"not": {"required": ["a"]}},
+    {"not": {"pattern": "b"}},
+    {"type": "object", "properties": {"b": {"type": "integer"}}, "not": {"required": ["a"]}},
+    {"type": "string", "not": {"pattern": "^x"}},
+    {"enum": ["a", "b", "xc", 1], "not": {"pattern": "^x"}},
+    {"type": "string", "maxLength": 3, "not": {"enum": ["", "ab"]}},
+    {"type": "string", "pattern": "b", "not": {"const": "ab"}},
+    {"not": {"required": []}},
+    {"not": True},
+    {"not": False},
+]
+
+
+@pytest.mark.parametrize("schema", NOT_EXACT, ids=[f"not{i}" for i in range(len(NOT_EXACT))])
+def test_not_exact(schema: dict) -> None:
+    validator = jsonschema.Draft202012Validator(schema)
+    try:
+        parser = EarleyParser(normalize(parse_json_schema(schema, any_order=True)))
+    except ValueError as e:
+        assert "unsatisfiable" in str(e) and not any(validator.is_valid(v) for v in NOT_VALUES)
+        return
+    for v in NOT_VALUES:
+        got = check_parser(parser, json.dumps(v)).status == "complete"
+        assert got == validator.is_valid(v), (schema, v, got)
+
+
+@pytest.mark.parametrize(
+    "schema,pointer",
+    [
+        ({"not": {"type": "string", "minLength": 2}}, "/not"),
+        ({"not": {"not": {"type": "string"}}}, "/not"),
+        ({"type": ["number", "string"], "not": {"type": "integer"}}, "/not/type"),
+        ({"type": "object", "not": {"required": ["a", "b"]}}, "/not/required"),
+        ({"type": "number", "not": {"const": 3}}, "/not/const"),
+        ({"type": "string", "maxLength": 100, "not": {"const": "a"}}, "/"),
+    ],
+)
+def test_not_unsupported_forms_are_refused_with_the_pointer(schema: dict, pointer: str) -> None:
+    with pytest.raises(ValueError) as info:
+        parse_json_schema(schema)
+    assert info.value.pointer == pointer, str(info.value)
+
+
+DEP_VALUES: list[Any] = [None, 1, "s", [], {}, {"a": 1}, {"b": 1}, {"a": 1, "b": 2}, {"b": "x"}, {"a": 1, "b": "x"},
+                         {"c": 1}, {"a": 1, "c": 1}, {"a": 1, "b": 2, "c": 3}, {"b": 1, "c": 2}]
+DEPENDENCIES = [
+    {"dependentRequired": {"a": ["b"]}},
+    {"type": "object", "properties": {"a": {"type": "integer"}, "b": {}, "c": {}},
+     "dependentRequired": {"a": ["b"], "c": ["a"]}},
+    {"type": "object", "dependentSchemas": {"a": {"properties": {"b": {"type": "integer"}}, "required": ["b"]}}},
+    {"$schema": "http://json-schema.org/draft-07/schema#", "dependencies": {"a": ["b"], "b": {"required": ["c"]}}},
+    {"dependentSchemas": {"a": False}},
+    {"$defs": {"s": {"required": ["c"]}}, "dependentSchemas": {"b": {"$ref": "#/$defs/s"}}},
+]
+
+
+@pytest.mark.parametrize("schema", DEPENDENCIES, ids=[f"dep{i}" for i in range(len(DEPENDENCIES))])
+def test_dependencies_exact(schema: dict) -> None:
+    """dependentRequired/dependentSchemas/dependencies: three disjoint branches per name (not an object; an
+    object without the name; with it and what it brings)."""
+    validator = jsonschema.validators.validator_for(schema)(schema)
+    parser = EarleyParser(normalize(parse_json_schema(schema, any_order=True)))
+    for v in DEP_VALUES:
+        got = check_parser(parser, json.dumps(v)).status == "complete"
+        assert got == validator.is_valid(v), (schema, v, got)
+
+
+def test_dependency_values_of_the_wrong_type_are_refused() -> None:
+    for schema, pointer in [({"dependentRequired": {"a": "b"}}, "/dependentRequired/a"),
+                            ({"dependentSchemas": {"a": ["b"]}}, "/dependentSchemas/a"),
+                            ({"dependentRequired": ["a"]}, "/dependentRequired")]:
+        with pytest.raises(ValueError) as info:
+            parse_json_schema(schema)
+        assert info.value.pointer == pointer, str(info.value)
+
+
+CONTAINS_VALUES: list[Any] = [None, 1, "s", [], [1], ["a"], ["ab"], [1, "a"], ["a", 1], [1, 2], ["a", 1, "b", 2],
+                              [[1]], [True, "ab", 1], [1, 1, 1]]
+CONTAINS = [
+    {"contains": {"type": "integer"}},
+    {"type": "array", "items": {"type": ["integer", "string"]}, "contains": {"type": "integer"}, "minContains": 2},
+    {"contains": {"const": 1}, "minContains": 0},
+    {"type": "array", "contains": {"type": "string", "minLength": 2}},
+    {"items": {"type": "string"}, "contains": {"type": "integer"}},
+]
+
+
+MAX_CONTAINS = [
+    {"contains": {"type": "string"}, "maxContains": 2},
+    {"contains": {"type": "string"}, "minContains": 2, "maxContains": 3},
+    {"contains": {"type": "string"}, "minContains": 0, "maxContains": 0},
+    {"type": "array", "items": {"type": ["integer", "string"]}, "contains": {"const": "a"}, "maxContains": 1},
+    {"contains": {"type": "string"}, "minContains": 3, "maxContains": 2},
+    {"items": {"type": "string"}, "contains": {"type": "string"}, "maxContains": 1},
+]
+ELEMENTS = [1, "a", None]
+MAX_CONTAINS_VALUES: list[Any] = [None, "s", 5] + [list(t) for n in range(5) for t in itertools.product(ELEMENTS, repeat=n)]
+
+
+@pytest.mark.parametrize("schema", CONTAINS + MAX_CONTAINS,
+                         ids=[f"contains{i}" for i in range(len(CONTAINS))] + [f"max{i}" for i in range(len(MAX_CONTAINS))])
+def test_contains_exact(schema: dict) -> None:
+    """With ``maxContains`` the elements are split into X∧C and X∧¬C; every array of up to 4 elements."""
+    validator = jsonschema.Draft202012Validator(schema)
+    parser = EarleyParser(normalize(parse_json_schema(schema)))
+    for v in CONTAINS_VALUES + MAX_CONTAINS_VALUES:
+        got = check_parser(parser, json.dumps(v)).status == "complete"
+        assert got == validator.is_valid(v), (schema, v, got)
+
+
+def test_contains_unsupported_forms() -> None:
+    for schema in ({"contains": {"minLength": 2, "type": "string"}, "maxContains": 2}, {"contains": {}, "minItems": 2},
+                   {"prefixItems": [{}], "contains": {}}):
+        with pytest.raises(ValueError) as info:
+            parse_json_schema(schema)
+        assert info.value.pointer == "/contains", str(info.value)
+
+
+IF_VALUES: list[Any] = [None, True, 3, 4, "s", "st", [], {}, {"kind": "x"}, {"kind": "x", "a": 1},
+                        {"kind": "y", "b": 1}, {"kind": "y", "a": 1}, {"a": 1}, {"b": 1}, {"kind": 1, "b": 2}]
+IFS = [
+    {"if": {"type": "string"}, "then": {"minLength": 2}, "else": {"type": "integer"}},
+    {"type": "object", "properties": {"kind": {"type": "string"}, "a": {}, "b": {}},
+     "if": {"properties": {"kind": {"const": "x"}}, "required": ["kind"]}, "then": {"required": ["a"]},
+     "else": {"required": ["b"]}},
+    {"type": "object", "if": {"properties": {"kind": {"const": "x"}}}, "then": {"required": ["a"]}},
+    {"if": {"required": ["a"]}, "else": {"const": 3}},
+    {"if": True, "then": {"type": "null"}},
+    {"if": False, "then": {"type": "null"}, "else": {"type": "boolean"}},
+    {"then": {"type": "null"}},
+]
+
+
+@pytest.mark.parametrize("schema", IFS, ids=[f"if{i}" for i in range(len(IFS))])
+def test_if_then_else_exact(schema: dict) -> None:
+    validator = jsonschema.Draft202012Validator(schema)
+    parser = EarleyParser(normalize(parse_json_schema(schema, any_order=True)))
+    for v in IF_VALUES:
+        got = check_parser(parser, json.dumps(v)).status == "complete"
+        assert got == validator.is_valid(v), (schema, v, got)
+
+
+def test_if_that_cannot_be_negated_is_refused() -> None:
+    with pytest.raises(ValueError) as info:
+        parse_json_schema({"if": {"properties": {"a": {}, "b": {}}}, "then": {"required": ["a"]}})
+    assert info.value.pointer == "/if"

@@ -1,0 +1,121 @@
+"""Numbers under bounds, every spelling (issue #15 item 4), against ``jsonschema``.
+
+Random ``minimum``/``maximum``/``exclusive*`` bounds (either may be absent) and random JSON spellings of
+numbers: signs, leading ``0.``, trailing zeros, ``e``/``E``, ``+``/``-``/no sign, exponent leading zeros,
+``-0``. A spelling with an exponent in -10..10 (or none) is complete exactly when ``jsonschema`` says the
+value is valid; beyond that window the grammar may refuse valid spellings (a regular language cannot match
+them all) but never accepts an invalid one. Digits are few enough (<= 15 significant in all) that binary
+floats order the values as decimals do.
+"""
+from __future__ import annotations
+
+import json
+import random
+from decimal import Decimal
+from typing import Any, Optional
+
+import jsonschema
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kbnf_gpu.check import check_parser
+from kbnf_gpu.frontends.json_schema import parse_json_schema
+from kbnf_gpu.normalize import normalize
+from kbnf_gpu.runtime.earley import EarleyParser
+
+SPELLINGS_PER_SCHEMA = 80
+
+
+def spelling(rnd: random.Random) -> tuple[str, Optional[int]]:
+    """A random JSON number text and its exponent (None: no exponent part)."""
+    sign = rnd.choice(["", "", "-"])
+    whole = rnd.choice(["0", str(rnd.randrange(1, 10)), str(rnd.randrange(10, 1000)), str(rnd.randrange(1, 10**5))])
+    frac = rnd.choice(["", "", "." + "".join(rnd.choice("0123456789") for _ in range(rnd.randrange(1, 5))),
+                       ".0", ".5", ".00"])
+    if rnd.random() < 0.5:
+        return sign + whole + frac, None
+    e = rnd.randrange(-13, 14)
+    mark = rnd.choice("eE")
+    esign = "-" if e < 0 else rnd.choice(["", "+"]) if e > 0 else rnd.choice(["", "+", "-"])
+    zeros = "0" * rnd.choice([0, 0, 1, 3])
+    return f"{sign}{whole}{frac}{mark}{esign}{zeros}{abs(e)}", e
+
+
+bound = st.one_of(st.none(), st.integers(-200, 200),
+                  st.decimals(min_value=-200, max_value=200, places=3, allow_nan=False, allow_infinity=False))
+
+
+def _json_number(v: Any) -> Any:
+    return float(v) if isinstance(v, Decimal) else v
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+@given(lo=bound, hi=bound, lo_excl=st.booleans(), hi_excl=st.booleans(), seed=st.integers(0, 2**32 - 1))
+def test_number_bounds_every_spelling(lo: Any, hi: Any, lo_excl: bool, hi_excl: bool, seed: int) -> None:
+    schema: dict[str, Any] = {"type": "number"}
+    if lo is not None:
+        schema["exclusiveMinimum" if lo_excl else "minimum"] = _json_number(lo)
+    if hi is not None:
+        schema["exclusiveMaximum" if hi_excl else "maximum"] = _json_number(hi)
+    validator = jsonschema.Draft202012Validator(schema)
+    try:
+        bnf = normalize(parse_json_schema(schema))
+    except ValueError as e:  # an empty range: the schema is unsatisfiable
+        assert "unsatisfiable" in str(e), e
+        return
+    parser = EarleyParser(bnf)
+    rnd = random.Random(seed)
+    texts = [spelling(rnd) for _ in range(SPELLINGS_PER_SCHEMA)]
+    texts += [(t, e) for t, e in (("1e-9", -9), ("1E+2", 2), ("0.5e1", 1), ("-0.0", None), ("-0", None),
+                                  ("0e5", 5), ("-0E-3", -3))]
+    for text, e in texts:
+        valid = validator.is_valid(json.loads(text))
+        got = check_parser(parser, text).status == "complete"
+        if e is None or -10 <= e <= 10:
+            assert got == valid, (schema, text, got, valid)
+        else:
+            assert valid or not got, (schema, text)
+
+
+def test_examples_of_the_issue() -> None:
+    """``1e-9`` under ``exclusiveMinimum: 0, maximum: 1``; ``1E+2``/``0.5e1``/``-0.0`` where in range."""
+    parser = EarleyParser(normalize(parse_json_schema({"type": "number", "exclusiveMinimum": 0, "maximum": 1})))
+    for text, ok in [("1e-9", True), ("1E+0", True), ("1E+2", False), ("0.5e1", False), ("0.1e1", True),
+                     ("-0.0", False), ("0", False), ("10e-1", True), ("10.0001e-1", False)]:
+        assert (check_parser(parser, text).status == "complete") == ok, text
+    parser = EarleyParser(normalize(parse_json_schema({"type": "number", "minimum": -1, "maximum": 100})))
+    for text, ok in [("1E+2", True), ("0.5e1", True), ("-0.0", True), ("-0", True), ("1.01e2", False),
+                     ("-1e0", True), ("-10E-1", True), ("-1.5e0", False)]:
+        assert (check_parser(parser, text).status == "complete") == ok, text
+
+
+def test_multiple_of_on_numbers_says_what_it_leaves_out() -> None:
+    """An integer ``multipleOf`` on ``number`` is written as integers: sound, and a warning says that other
+    spellings of the multiples (``10.0``, ``1e1``) are not generated; on ``integer`` nothing is left out."""
+    import warnings
+
+    from kbnf_gpu.frontends.json_schema import JsonSchemaWarning
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        parser = EarleyParser(normalize(parse_json_schema({"type": "number", "multipleOf": 5})))
+    assert any(issubclass(w.category, JsonSchemaWarning) and "multipleOf" in str(w.message) for w in caught)
+    assert [check_parser(parser, t).status == "complete" for t in ("10", "-15", "12", "10.0")] == [True, True, False,
+                                                                                                  False]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", JsonSchemaWarning)
+        parse_json_schema({"type": "integer", "multipleOf": 5})
+
+
+@pytest.mark.parametrize("k", [9, 11, 16, 97, 456])
+@pytest.mark.parametrize("bounds", [{}, {"minimum": 0}, {"exclusiveMinimum": 0}, {"maximum": 0}],
+                         ids=["all", "min0", "exmin0", "max0"])
+def test_integer_multiple_of_on_half_lines_exact(k: int, bounds: dict) -> None:
+    """``multipleOf`` k whose residue automaton has no small regular expression (9, 11, 16...) is one rule per
+    residue on whole half-lines: exact against jsonschema."""
+    schema = {"type": "integer", "multipleOf": k, **bounds}
+    validator = jsonschema.Draft202012Validator(schema)
+    parser = EarleyParser(normalize(parse_json_schema(schema)))
+    for n in [*range(-300, 301), k * 123456789, -k * 98765, k * 10**20 + 1, -k * 10**20]:
+        assert (check_parser(parser, str(n)).status == "complete") == validator.is_valid(n), (schema, n)
