@@ -190,3 +190,20 @@ def test_json_punctuation_fuses_with_whitespace():
     bnf = normalize(__import__("kbnf_gpu.frontends", fromlist=["parse_grammar"]).parse_grammar(JSON_KBNF, "kbnf"))
     names = {bnf.terminal_name(t) for t in range(len(bnf.terminals))}
     assert {'ws "," ws', 'string ws ":" ws', 'ws "}"'} <= names
+
+
+def test_table_cache_is_bounded_in_bytes():
+    """The process-wide token-table cache evicts by bytes too: a server compiling new schemas all day stays flat."""
+    from kbnf_gpu import Vocabulary
+    from kbnf_gpu.automata import dfa_literal
+    from kbnf_gpu.compile.table_cache import TableCache, table_nbytes
+
+    vocab = Vocabulary({i: bytes([97 + i % 26]) * (1 + i // 26) for i in range(2000)})
+    cache = TableCache(max_bytes=40_000, sparse_limit=0)  # dense rows: 252 bytes each
+    sizes = []
+    for n in range(1, 40):
+        table = cache.inside(dfa_literal(b"a" * n), vocab)
+        sizes.append(table_nbytes(table))
+        assert cache.nbytes <= 40_000 or len(cache) == 1
+    assert sum(sizes) > 40_000 and len(cache) < 39
+    assert cache.nbytes == sum(table_nbytes(t) for t in cache._mem.values())

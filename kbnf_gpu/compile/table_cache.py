@@ -40,19 +40,30 @@ def table_key(kind: str, vocab_fingerprint: str, *dfa_fingerprints: str, sparse_
     return h.hexdigest()
 
 
+def table_nbytes(table: Table) -> int:
+    """The array bytes of a table (what bounds the cache)."""
+    if isinstance(table, LexemeSplits):
+        return 3 * (table.token_ids.nbytes + table.offsets.nbytes)  # with its memoized positions
+    return sum((t.ids if t.ids is not None else t.bits).nbytes for t in table)
+
+
 class TableCache:
-    """Token tables by content key. Thread-safe; a lost race just computes twice."""
+    """Token tables by content key, bounded in entries and bytes (LRU). Thread-safe; a lost race computes twice."""
 
     def __init__(
         self,
         directory: str | os.PathLike[str] | None = None,
         max_entries: int = 4096,
         sparse_limit: int = DEFAULT_SPARSE_LIMIT,
+        max_bytes: int = 256 << 20,
     ) -> None:
         self.directory = Path(directory) if directory is not None else None
         if self.directory is not None:
             self.directory.mkdir(parents=True, exist_ok=True)
         self.max_entries = max_entries
+        self.max_bytes = max_bytes
+        self._bytes = 0
+        self._size: dict[str, int] = {}
         self.sparse_limit = sparse_limit
         self._mem: OrderedDict[str, Table] = OrderedDict()
         self._lock = threading.Lock()
@@ -102,6 +113,8 @@ class TableCache:
     def clear(self) -> None:
         with self._lock:
             self._mem.clear()
+            self._size.clear()
+            self._bytes = 0
 
     def __len__(self) -> int:
         return len(self._mem)
@@ -131,12 +144,22 @@ class TableCache:
             with self._lock:
                 self.misses += 1
             self._store(key, kind, table)
+        size = table_nbytes(table)
         with self._lock:
+            if key not in self._mem:
+                self._bytes += size
+                self._size[key] = size
             self._mem[key] = table
             self._mem.move_to_end(key)
-            while len(self._mem) > self.max_entries:
-                self._mem.popitem(last=False)
+            while len(self._mem) > 1 and (len(self._mem) > self.max_entries or self._bytes > self.max_bytes):
+                old_key, _ = self._mem.popitem(last=False)
+                self._bytes -= self._size.pop(old_key, 0)
         return table  # type: ignore[return-value]
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held by the tables in memory (bounded by ``max_bytes``)."""
+        return self._bytes
 
     def _path(self, key: str) -> Path | None:
         return None if self.directory is None else self.directory / f"{key}.npy"
