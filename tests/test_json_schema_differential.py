@@ -177,6 +177,15 @@ def writes_surrogate_escape(s: "Step", tok: bytes) -> bool:
     return False
 
 
+def mantissa_beyond_bounds(s: "Step", tok: bytes, lo: float, hi: float) -> bool:
+    """The number the token extends (no exponent yet) lies outside [lo, hi], yet some ``e-N`` puts it inside."""
+    m = re.search(rb"-?[0-9]+(?:\.[0-9]*)?$", s.prefix + tok)
+    if s.mode != OUT or not m or not re.fullmatch(rb"[0-9.]+", tok):
+        return False
+    value = Decimal(m.group().rstrip(b".").decode())
+    return not (lo <= value <= hi) and any(lo <= value.scaleb(-k) <= hi for k in range(1, 40))
+
+
 def fraction_digits(prefix: bytes, tok: bytes) -> int:
     """Fraction digits of the number ending ``prefix`` once ``tok``'s leading digits are added (0: none)."""
     m = re.search(rb"[0-9]\.([0-9]*)$", prefix)
@@ -303,6 +312,17 @@ RULES: dict[str, Rule] = {
         "llguidance", "ours", "bounded numbers: ours admit in-range exponents, llguidance none",
         lambda s, tok: s.mode == OUT and s.prefix[-1:].isdigit() and tok[:1] in (b"e", b"E"),
     ),
+    # A mantissa past the bounds is still a valid prefix when an exponent can bring it back:
+    # '201' in [-2.5, 100] continues to '201e-1' (20.1). Ours admits it (issue #15 item 4); both
+    # peers cut the digits at the bound.
+    "XGR_MANTISSA_BEYOND_BOUND": Rule(
+        "xgrammar", "ours", "bounded numbers: ours admit digits an exponent brings back in range",
+        lambda s, tok: mantissa_beyond_bounds(s, tok, -2.5, 100),
+    ),
+    "LLG_MANTISSA_BEYOND_BOUND": Rule(
+        "llguidance", "ours", "bounded numbers: ours admit digits an exponent brings back in range",
+        lambda s, tok: mantissa_beyond_bounds(s, tok, -2.5, 100),
+    ),
     # xgrammar 0.2.8: a number with minimum/maximum holds at most 6 fraction digits
     # ('-2.1234567' in [-2.5, 100] is masked after '-2.123456'): an under-approximation.
     "XGR_BOUNDED_FRACTION_DIGITS": Rule(
@@ -353,7 +373,7 @@ CASE_RULES: dict[str, tuple[str, ...]] = {
     "format-date": ("XGR_DECODED_ESCAPES", "LLG_DECODED_ESCAPES", "XGR_DATE_DAY_OF_MONTH", "LLG_DATE_LEAP_YEAR",
                     "XGR_DATE_YEAR_ZERO", "LLG_DATE_YEAR_ZERO"),
     "number-bounds": ("XGR_BOUNDED_EXPONENT", "LLG_BOUND_EXPONENT", "XGR_BOUNDED_FRACTION_DIGITS",
-                      "LLG_BOUND_TRAILING_ZEROS"),
+                      "LLG_BOUND_TRAILING_ZEROS", "XGR_MANTISSA_BEYOND_BOUND", "LLG_MANTISSA_BEYOND_BOUND"),
 }
 
 
