@@ -155,14 +155,23 @@ _BODY_CACHE: dict[tuple, ByteDFA] = {}
 _BODY_CACHE_SIZE = 256
 
 
+_MEMO_STATES_LIMIT = 1 << 17  # DFA states one memo table may hold (a state is a 1 KB row: 128 MB)
+_memo_states: dict[int, int] = {}  # id(cache) -> DFA states it holds
+
+
 def _memo(cache: dict, size: int, key, make):
-    """``cache[key]``, made by ``make()`` when missing; the cache is emptied when it holds ``size`` entries."""
+    """``cache[key]``, made by ``make()`` when missing; the cache is emptied when it would hold more than
+    ``size`` entries or ``_MEMO_STATES_LIMIT`` DFA states (a server compiles new grammars all day)."""
     hit = cache.get(key)
     if hit is None:
         hit = make()
-        if len(cache) >= size:
+        states = hit.n_states if isinstance(hit, ByteDFA) else 0
+        used = _memo_states.get(id(cache), 0)
+        if len(cache) >= size or used + states > _MEMO_STATES_LIMIT:
             cache.clear()
+            used = 0
         cache[key] = hit
+        _memo_states[id(cache)] = used + states
     return hit
 
 
@@ -365,16 +374,14 @@ _COMBINED_CACHE_SIZE = 4096
 
 
 def _combined(op: str, parts: tuple[ByteDFA, ...], params: tuple, max_states: int, expr) -> ByteDFA:
-    key = (op, tuple(p.fingerprint for p in parts), params, max_states)
-    hit = _COMBINED_CACHE.get(key)
-    if hit is None:
+    def make() -> ByteDFA | DFATooLarge:
         try:
-            hit = _compile(expr(), max_states, _Context(op))
+            return _compile(expr(), max_states, _Context(op))
         except DFATooLarge as err:
-            hit = err
-        if len(_COMBINED_CACHE) >= _COMBINED_CACHE_SIZE:
-            _COMBINED_CACHE.clear()
-        _COMBINED_CACHE[key] = hit
+            return err
+
+    key = (op, tuple(p.fingerprint for p in parts), params, max_states)
+    hit = _memo(_COMBINED_CACHE, _COMBINED_CACHE_SIZE, key, make)
     if isinstance(hit, DFATooLarge):
         raise DFATooLarge(*hit.args)
     return hit
