@@ -673,3 +673,11 @@ def test_dialect_errors_point_into_the_grammar_as_written(text: str, line: int, 
         parse_lark(text)
     assert (info.value.line, info.value.column) == (line, column)
     assert words in str(info.value)
+
+
+def test_lark_error_reporter_failure_is_a_grammar_error():
+    """Found by benchmarks/fuzz_grammars.py: python-lark's own error translation raises TypeError here."""
+    from kbnf_gpu.errors import GrammarError
+
+    with pytest.raises(GrammarError, match="Lark syntax error"):
+        parse_grammar("start: TOKEN\nTOKEN: /[A-Ctar: /[A-Ctart: TOKEN\nTOKEN: /[A-Cx-z]+/i", "lark")

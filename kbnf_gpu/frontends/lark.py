@@ -140,6 +140,8 @@ def _compile(text: str, start: str) -> tuple[list[TerminalDef], list[Any], list[
         raise
     except RecursionError:  # deep nesting inside a terminal definition (rules are hoisted, see _lark_dialect)
         raise GrammarError("a terminal definition is nested too deeply for python-lark's terminal resolver") from None
+    except TypeError:  # python-lark 1.3's error reporter itself fails on some syntax errors (a '%d' of a state)
+        raise GrammarError("Lark syntax error (python-lark's error reporter failed to locate it)") from None
     except (lark_exc.LarkError, KeyError, AssertionError, OSError, ValueError, IndexError) as e:
         error = _convert(e, rewritten)
         if rewritten != text:
