@@ -27,6 +27,11 @@ class Span:
     column: int
 
 
+def where(span: Span | None) -> dict:
+    """``line``/``column`` keyword arguments for an error at ``span`` (none when it is unknown)."""
+    return {} if span is None else {"line": span.line, "column": span.column}
+
+
 # ---------------------------------------------------- terminal languages
 
 

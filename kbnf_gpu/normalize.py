@@ -12,6 +12,7 @@ terminal ``~s`` (``-1`` is terminal 0).
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from . import ir
@@ -88,6 +89,7 @@ class _Builder:
         self.index: dict[str, int] = {}
         self.expanded = 0  # symbols added by counted repetition (checked against max_expansion)
         self.fusion_work = RULE_FUSION_BUILDS  # DFA constructions left to rule fusion
+        self.run_fusion_work = RUN_FUSION_CONCATS  # concatenations left to run fusion (literal pairs are free)
         self.rules: list[tuple[int, tuple[int, ...]]] = []
         self.terminals: list[ir.Terminal] = []
         self.terminal_index: dict[ir.Terminal, int] = {}
@@ -109,7 +111,7 @@ class _Builder:
         if t is None:
             current_budget().tick("building terminal automata")
             current_budget().check("max_terminals", len(self.terminals) + 1, "distinct terminals",
-                                   **_where(term))
+                                   **ir.where(term.span))
             dfa = build_dfa(term, max_states=self.config.max_dfa_states)
             t = len(self.terminals)
             self.terminal_index[term] = t
@@ -244,20 +246,16 @@ class _Builder:
             budget = (UNION_PARTS_FACTOR if isinstance(expr, ir.Choice) else 4) * limit
             if regular and sum(p.n_states for p in parts) <= budget and self.fusion_work > 0:
                 self.fusion_work -= 1
-                try:
-                    if isinstance(expr, ir.Sequence):
-                        dfa = dfa_concat(parts, max_states=limit) if parts else dfa_literal(b"")
-                    elif isinstance(expr, ir.Choice) and all(isinstance(c, ir.Terminal) and _is_literal(c)
-                                                             for c in children):
-                        dfa = dfa_literal_union([c.expr.value for c in children], max_states=limit)
-                    elif isinstance(expr, ir.Choice):
-                        dfa = dfa_union(parts, max_states=limit)
-                    else:
-                        dfa = dfa_repeat(parts[0], expr.min, expr.max, max_states=limit)
-                except DFATooLarge:
-                    dfa = None
-                if dfa is not None and (dfa.n_states > limit or dfa.is_empty()):
-                    dfa = None
+                if isinstance(expr, ir.Sequence):
+                    dfa = _within(limit, lambda: dfa_concat(parts, max_states=limit) if parts else dfa_literal(b""))
+                elif isinstance(expr, ir.Choice) and all(isinstance(c, ir.Terminal) and _is_literal(c)
+                                                         for c in children):
+                    dfa = _within(limit, lambda: dfa_literal_union([c.expr.value for c in children],
+                                                                   max_states=limit))
+                elif isinstance(expr, ir.Choice):
+                    dfa = _within(limit, lambda: dfa_union(parts, max_states=limit))
+                else:
+                    dfa = _within(limit, lambda: dfa_repeat(parts[0], expr.min, expr.max, max_states=limit))
             memo[id(expr)] = (expr, dfa)  # the expr is kept alive so its id stays unique
         return memo[id(root)][1]
 
@@ -303,10 +301,7 @@ class _Builder:
         for rule in grammar.rules:
             for ref in _refs(rule.body):
                 if ref.name not in self.index:
-                    line = ref.span.line if ref.span else None
-                    col = ref.span.column if ref.span else None
-                    raise GrammarError(f"undefined nonterminal '{ref.name}'", line=line, column=col,
-                                       rule=rule.name)
+                    raise GrammarError(f"undefined nonterminal '{ref.name}'", **ir.where(ref.span), rule=rule.name)
         if grammar.start not in self.index:
             raise GrammarError(f"no rule named '{grammar.start}' (the start nonterminal)")
         self.fused_rules: dict[str, int] = {}
@@ -344,12 +339,16 @@ RUN_FUSION_CONCATS = 64
 # Rule fusion builds at most this many DFAs per grammar: a GBNF grammar's char-level rules need tens; a large
 # JSON Schema's objects would otherwise try hundreds that rarely pay (its lexemes are already whole strings).
 RULE_FUSION_BUILDS = 256
-
-
-def _where(term: ir.Terminal) -> dict:
-    span = term.span
-    return {} if span is None else {"line": span.line, "column": span.column}
 UNION_PARTS_FACTOR = 64  # a union is tried while its parts have at most this many times the fusion limit's states
+
+
+def _within(limit: int, make: Callable[[], ByteDFA]) -> ByteDFA | None:
+    """The DFA ``make()`` builds if it is not empty and has at most ``limit`` states, else None (fusion declined)."""
+    try:
+        dfa = make()
+    except DFATooLarge:
+        return None
+    return dfa if dfa.n_states <= limit and not dfa.is_empty() else None
 
 
 def _is_literal(term: ir.Terminal) -> bool:
@@ -366,7 +365,6 @@ def _fuse_terminal_runs(b: _Builder, rules: list[tuple[int, tuple[int, ...]]]) -
     """
     limit = b.config.fuse_max_states
     memo: dict[tuple[int, int], int | None] = {}
-    automaton_work = [RUN_FUSION_CONCATS]  # concatenations left to build (literal pairs are free)
 
     def fused(left: int, right: int) -> int | None:
         """The terminal of ``left`` then ``right`` (``left`` may itself be a fused run), or None past the limit."""
@@ -379,15 +377,11 @@ def _fuse_terminal_runs(b: _Builder, rules: list[tuple[int, tuple[int, ...]]]) -
                 return memo[key]
             a, c = b.dfas[left], b.dfas[right]
             dfa = None
-            if a.n_states + c.n_states <= 4 * limit and automaton_work[0] > 0:
-                automaton_work[0] -= 1
-                try:
-                    dfa = dfa_concat((a, c), max_states=limit)
-                except DFATooLarge:
-                    dfa = None
-            ok = dfa is not None and dfa.n_states <= limit and not dfa.is_empty()
-            name = f"{b.terminals[left].name or '?'} {b.terminals[right].name or '?'}"
-            memo[key] = b.fused_terminal(dfa, name) if ok else None
+            if a.n_states + c.n_states <= 4 * limit and b.run_fusion_work > 0:
+                b.run_fusion_work -= 1
+                dfa = _within(limit, lambda: dfa_concat((a, c), max_states=limit))
+            name = f"{lt.name or '?'} {rt.name or '?'}"
+            memo[key] = None if dfa is None else b.fused_terminal(dfa, name)
         return memo[key]
 
     out = []

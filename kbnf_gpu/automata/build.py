@@ -30,9 +30,7 @@ class _Context:
         self.span = span
 
     def where(self) -> dict:
-        if self.span is None:
-            return {}
-        return {"line": self.span.line, "column": self.span.column}
+        return ir.where(self.span)
 
     def too_large(self, limit: int, what: str = "DFA") -> DFATooLarge:
         return DFATooLarge(f"{self.label}: {what} exceeds the limit of {limit} states", **self.where())

@@ -63,7 +63,6 @@ class TableCache:
         self.max_entries = max_entries
         self.max_bytes = max_bytes
         self._bytes = 0
-        self._size: dict[str, int] = {}
         self.sparse_limit = sparse_limit
         self._mem: OrderedDict[str, Table] = OrderedDict()
         self._lock = threading.Lock()
@@ -113,7 +112,6 @@ class TableCache:
     def clear(self) -> None:
         with self._lock:
             self._mem.clear()
-            self._size.clear()
             self._bytes = 0
 
     def __len__(self) -> int:
@@ -144,16 +142,14 @@ class TableCache:
             with self._lock:
                 self.misses += 1
             self._store(key, kind, table)
-        size = table_nbytes(table)
         with self._lock:
-            if key not in self._mem:
-                self._bytes += size
-                self._size[key] = size
+            old = self._mem.get(key)
+            self._bytes += table_nbytes(table) - (0 if old is None else table_nbytes(old))
             self._mem[key] = table
             self._mem.move_to_end(key)
             while len(self._mem) > 1 and (len(self._mem) > self.max_entries or self._bytes > self.max_bytes):
-                old_key, _ = self._mem.popitem(last=False)
-                self._bytes -= self._size.pop(old_key, 0)
+                _, evicted = self._mem.popitem(last=False)
+                self._bytes -= table_nbytes(evicted)
         return table  # type: ignore[return-value]
 
     @property
