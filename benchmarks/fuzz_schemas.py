@@ -149,7 +149,7 @@ def compile_ir(schema: Any, time_budget_s: float, strict: bool = True) -> str:
         warnings.simplefilter("ignore")
         try:
             with compile_budget(config):
-                normalize(parse_grammar(schema, "json_schema", strict=strict), config.normalize_config())
+                normalize(parse_grammar(schema, "json_schema", strict=strict), config.normalize_config("json_schema"))
         except KbnfGpuError as e:
             return type(e).__name__
     return "ok"

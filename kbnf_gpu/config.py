@@ -29,8 +29,14 @@ class CompileConfig:
       each combination is a rule with its own terminals, milliseconds apiece);
     * ``time_budget_s``: wall-clock seconds for ``compile_grammar`` (``None``: no limit).
 
-    Fusion of regular sub-grammars into one terminal: ``fuse``,
+    Fusion of regular sub-grammars into one terminal: ``fuse`` (``None``, the
+    default: fused for grammar texts, not for JSON Schemas),
     ``fuse_max_states`` (char-level parts), ``fuse_max_states_lexemes``.
+    A one-off schema pays for fusion at compile time and again in the cold
+    table rows of its fused terminals (unique to it), while its unfused
+    terminals (strings, numbers, punctuation) recur in every schema and share
+    rows; on 25 Kubernetes schemas, unfused compiles 5x faster (p50 8.5 vs
+    43 ms) and the first instance's tokens cost 4.6x less (mean 1.3 vs 6.1 ms).
 
     Runtime caches (entries; each is bounded): ``memo_limit`` (parser step
     memos), ``mask_cache_limit`` (masks).
@@ -46,11 +52,11 @@ class CompileConfig:
     max_expansion: int = 2_000_000
     max_schema_branches: int = 1_000
     time_budget_s: float | None = 10.0
-    fuse: bool = True
+    fuse: bool | None = None
     fuse_max_states: int = 256
     fuse_max_states_lexemes: int = 64
-    memo_limit: int = 1 << 16
-    mask_cache_limit: int = 1 << 14
+    memo_limit: int = 1 << 13
+    mask_cache_limit: int = 1 << 12
     sparse_limit: int = 256
     use_tables: bool = True
     cache_dir: str | None = None
@@ -61,6 +67,8 @@ class CompileConfig:
             if f.name == "time_budget_s":
                 ok = value is None or (isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0)
                 need = "a positive number of seconds or None"
+            elif f.name == "fuse":
+                ok, need = value is None or isinstance(value, bool), "True, False or None (by syntax)"
             elif f.name == "cache_dir":
                 ok, need = value is None or isinstance(value, str), "a directory path (str) or None"
             elif f.type in ("bool", bool):
@@ -72,10 +80,12 @@ class CompileConfig:
             if not ok:
                 raise OptionError(f"CompileConfig.{f.name} must be {need}, got {value!r}")
 
-    def normalize_config(self):
+    def normalize_config(self, syntax: str | None = None):
+        """The normalizer's limits for a grammar written in ``syntax`` (it decides ``fuse=None``)."""
         from .normalize import NormalizeConfig
 
-        return NormalizeConfig(self.max_dfa_states, self.fuse, self.fuse_max_states, self.fuse_max_states_lexemes)
+        fuse = self.fuse if self.fuse is not None else syntax != "json_schema"
+        return NormalizeConfig(self.max_dfa_states, fuse, self.fuse_max_states, self.fuse_max_states_lexemes)
 
     @classmethod
     def option_names(cls) -> tuple[str, ...]:

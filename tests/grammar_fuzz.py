@@ -67,7 +67,7 @@ def run_one(text: str, syntax: str, time_budget_s: float = 1.0) -> tuple[str, fl
     t0 = time.perf_counter()
     try:
         with compile_budget(config):
-            bnf = normalize(parse_grammar(text, syntax), config.normalize_config())
+            bnf = normalize(parse_grammar(text, syntax), config.normalize_config(syntax))
         parser = EarleyParser(bnf)
         parser.step_bytes(parser.initial_state, b'{"a": 1}')
         outcome = "ok"

@@ -377,6 +377,33 @@ def test_combinators_agree_with_regex(r, s, lo, extra):
     assert_well_formed(got)
 
 
+@SETTINGS
+@given(st.lists(st.one_of(cheap_regexes(), st.sampled_from(['"k[a-c]y"', "[ \\t]*:[ \\t]*", "[0-9]+", "-?[1-9][0-9]*",
+                                                           "[ ]*,", "\\{", "x?"])), min_size=2, max_size=4))
+def test_glued_concat_agrees_with_subset_construction(sources):
+    """The concatenation built without a subset construction (where a part's ends and the next part's start
+    bytes are disjoint) is the same canonical DFA; where they are not disjoint it declines."""
+    from kbnf_gpu.automata.build import _glued
+
+    parts = tuple(rx(r) for r in sources)
+    want = rx("".join(f"(?:{r})" for r in sources))
+    got = _glued(parts, 10_000)
+    if got is not None:
+        assert got.fingerprint == want.fingerprint
+    assert dfa_concat(list(parts)).fingerprint == want.fingerprint
+
+
+def test_glued_concat_takes_the_json_shapes():
+    from kbnf_gpu.automata.build import _glued
+
+    parts = tuple(rx(r) for r in ['"name"', "[ \t]*:[ \t]*", "-?(?:0|[1-9][0-9]*)", "[ \t]*,"])
+    got = _glued(parts, 10_000)
+    assert got is not None and got.fingerprint == rx('"name"[ \t]*:[ \t]*-?(?:0|[1-9][0-9]*)[ \t]*,').fingerprint
+    assert _glued((rx("a+"), rx("a")), 10_000) is None  # "a" may continue the first part: not disjoint
+    with pytest.raises(DFATooLarge):
+        _glued(parts, 5)
+
+
 def test_combinator_edge_cases():
     a = dfa_literal(b"ab")
     assert a.matches(b"ab") and not a.matches(b"a") and a.n_states == 3

@@ -30,7 +30,7 @@ CONFIG = CompileConfig(time_budget_s=8.0)
 def build(schema: Any, front_end_only: bool = False, **opts: Any) -> Any:
     with compile_budget(CONFIG):
         g = parse_grammar(schema, "json_schema", **opts)
-        return g if front_end_only else normalize(g, CONFIG.normalize_config())
+        return g if front_end_only else normalize(g, CONFIG.normalize_config("json_schema"))
 
 
 def status(bnf: Any, text: str) -> str:

@@ -153,7 +153,7 @@ _BODY_CACHE: dict[tuple, ByteDFA] = {}
 _BODY_CACHE_SIZE = 256
 
 
-_MEMO_STATES_LIMIT = 1 << 17  # DFA states one memo table may hold (a state is a 1 KB row: 128 MB)
+_MEMO_STATES_LIMIT = 1 << 15  # DFA states one memo table may hold (a state is a 1 KB row: 32 MB)
 _memo_states: dict[int, int] = {}  # id(cache) -> DFA states it holds
 
 
@@ -258,14 +258,16 @@ def build_dfa(terminal: ir.Terminal, *, max_states: int = DEFAULT_MAX_STATES) ->
     Raises ``DFATooLarge`` past ``max_states`` and ``GrammarError`` for a bad
     or unsupported regex. The empty language is returned, not raised.
     """
-    if isinstance(terminal.expr, (ir.Pattern, ir.Literal)):  # cheap to hash
-        key = (terminal.expr, terminal.kind, max_states)
-        return _memo(_FLAT_CACHE, _FLAT_CACHE_SIZE, key, lambda: _build_terminal(terminal, max_states))
-    return _build_terminal(terminal, max_states)
+    key = (terminal.expr, terminal.kind, max_states)
+    try:
+        hash(key)  # linear in the expression, against a subset construction that is not
+    except RecursionError:  # an expression nested too deeply to hash is built, not shared
+        return _build_terminal(terminal, max_states)
+    return _memo(_FLAT_CACHE, _FLAT_CACHE_SIZE, key, lambda: _build_terminal(terminal, max_states))
 
 
-# Terminals written as one regex or literal recur (every string field of a
-# JSON Schema); their DFAs are immutable, so share them.
+# The same terminals recur across grammars (a JSON Schema's integers, strings,
+# punctuation with whitespace) and their DFAs are immutable, so share them.
 _FLAT_CACHE: dict[tuple, ByteDFA] = {}
 _FLAT_CACHE_SIZE = 1024
 
@@ -349,8 +351,44 @@ def dfa_literal_union(values: Sequence[bytes], *, max_states: int = DEFAULT_MAX_
 
 def dfa_concat(parts: Sequence[ByteDFA], *, max_states: int = DEFAULT_MAX_STATES) -> ByteDFA:
     """Concatenation of the parts' languages (no parts: the empty string)."""
-    return _combined("dfa_concat", tuple(parts), (), max_states,
-                     lambda: ir.Concat(tuple(DFALeaf(p) for p in parts)))
+    parts = tuple(parts)
+    return _combined("dfa_concat", parts, (), max_states, lambda: ir.Concat(tuple(DFALeaf(p) for p in parts)),
+                     lambda: _glued(parts, max_states))
+
+
+def _glued(parts: tuple[ByteDFA, ...], max_states: int) -> ByteDFA | None:
+    """``parts`` concatenated without a subset construction, or ``None`` where that is not exact.
+
+    ``A`` then ``B`` is deterministic as it stands when no accepting state of
+    ``A`` has an edge on a byte that starts ``B`` (a key literal then ``ws ":"
+    ws``, that then a value, a number then ``ws ","``: the runs a JSON Schema
+    fuses): each accepting state of ``A`` takes ``B``'s start edges as well, and
+    accepts iff ``B`` accepts the empty string. A word then leaves ``A`` exactly
+    where a prefix of it is in ``A`` and the rest starts ``B``.
+    """
+    if len(parts) < 2 or any(p.n_states == 0 for p in parts):
+        return None
+    table = parts[0].transitions.astype(np.int64)
+    accepting = parts[0].accepting.copy()
+    for b in parts[1:]:
+        start_edges = b.transitions[0] >= 0
+        ends = np.flatnonzero(accepting)
+        if (table[np.ix_(ends, np.flatnonzero(start_edges))] >= 0).any():
+            return None
+        offset = table.shape[0]
+        if offset + b.n_states > 64 * max_states:
+            return None
+        shifted = np.where(b.transitions >= 0, b.transitions.astype(np.int64) + offset, -1)
+        rows = table[ends]
+        rows[:, start_edges] = shifted[0, start_edges]
+        table[ends] = rows
+        accepting[ends] = bool(b.accepting[0])
+        table = np.vstack([table, shifted])
+        accepting = np.concatenate([accepting, b.accepting])
+    dfa = from_table(table, accepting)
+    if dfa.n_states > max_states:
+        raise _Context("dfa_concat").too_large(max_states)
+    return dfa
 
 
 def dfa_union(options: Sequence[ByteDFA], *, max_states: int = DEFAULT_MAX_STATES) -> ByteDFA:
@@ -371,10 +409,11 @@ _COMBINED_CACHE: dict[tuple, ByteDFA | DFATooLarge] = {}
 _COMBINED_CACHE_SIZE = 4096
 
 
-def _combined(op: str, parts: tuple[ByteDFA, ...], params: tuple, max_states: int, expr) -> ByteDFA:
+def _combined(op: str, parts: tuple[ByteDFA, ...], params: tuple, max_states: int, expr, direct=None) -> ByteDFA:
     def make() -> ByteDFA | DFATooLarge:
         try:
-            return _compile(expr(), max_states, _Context(op))
+            built = direct() if direct is not None else None
+            return built if built is not None else _compile(expr(), max_states, _Context(op))
         except DFATooLarge as err:
             return err
 

@@ -403,5 +403,8 @@ def from_table(transitions: np.ndarray, accepting: np.ndarray, start: int = 0) -
     accepting = np.asarray(accepting, dtype=bool)
     if transitions.shape[0] == 0:
         return empty_dfa()
-    cols, class_of_byte = np.unique(transitions.T, axis=0, return_inverse=True)
-    return finalize(cols.T.copy(), accepting, class_of_byte.reshape(-1), start)
+    columns = np.ascontiguousarray(transitions.T)
+    # bytes with equal columns form a class: unique over each column's bytes (``axis=0`` sorts far slower)
+    keys = columns.view(np.dtype((np.void, columns.itemsize * columns.shape[1]))).ravel()
+    _, first, class_of_byte = np.unique(keys, return_index=True, return_inverse=True)
+    return finalize(columns[first].T.copy(), accepting, class_of_byte.reshape(-1), start)

@@ -87,6 +87,10 @@ class CompiledGrammar:
         self.words = (vocab.size + 31) // 32
         self.tables = tables
         self._token_memo = GenerationalCache(config.memo_limit)
+        # Masks interned by content: thousands of parser states share a few hundred distinct masks, and each
+        # Mask keeps its packed bitset (V/8 bytes) once computed; one Mask per state held ~700 MB per 1,000
+        # JSON documents.
+        self._mask_intern = GenerationalCache(config.mask_cache_limit)
         self._masks = (MaskBuilder(self.parser, tables, vocab, self._token_bytes, cache_limit=config.mask_cache_limit)
                        if tables is not None and config.use_tables else None)
         self._sorted_tokens: SortedTokens | None = None
@@ -102,6 +106,7 @@ class CompiledGrammar:
         """Sizes of the shared runtime caches (all bounded; parser states and sets are freed when unused)."""
         stats = self.parser.cache_stats()
         stats["token_steps"] = len(self._token_memo)
+        stats["distinct_masks"] = len(self._mask_intern)
         if self._masks is not None:
             stats.update(self._masks.cache_stats())
         if self.tables is not None:
@@ -144,7 +149,11 @@ class CompiledGrammar:
                 rows, extras = _EMPTY_ROWS, self.reference_allowed_ids(state)
             if self.end_mode == "eos" and state.accepting:
                 extras = self._with_eos(state, extras)
-            mask = state.mask = Mask(rows, _frozen(extras))
+            key = (rows.tobytes(), extras.tobytes())
+            mask = self._mask_intern[key]
+            if mask is None:
+                mask = self._mask_intern.put(key, Mask(rows, _frozen(extras)))
+            state.mask = mask
         return mask
 
     def mask_parts(self, state: ParserState) -> tuple[np.ndarray, np.ndarray]:
@@ -244,7 +253,7 @@ def compile_grammar(
         raise OptionError(f"config must be a CompileConfig, got {type(config).__name__}")
     with compile_budget(config):
         grammar = parse_grammar(source, syntax, start=start, **options)
-        bnf = normalize(grammar, config.normalize_config())
+        bnf = normalize(grammar, config.normalize_config(syntax))
         mode = end_mode or grammar.end_mode
         tables = None
         if config.use_tables:

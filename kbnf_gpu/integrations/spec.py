@@ -127,7 +127,7 @@ class GrammarSpec:
         config = config or CompileConfig()
         with compile_budget(config):
             grammar = parse_grammar(self.source, self.syntax, start=self.start, **dict(self.options))
-            normalize(grammar, config.normalize_config())
+            normalize(grammar, config.normalize_config(self.syntax))
 
     def compile(self, vocab: "Vocabulary", config: "CompileConfig | None" = None) -> "CompiledGrammar":
         """Compile (or load, for an artifact) for ``vocab``."""

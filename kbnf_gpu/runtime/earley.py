@@ -128,7 +128,7 @@ class _Prediction:
 class EarleyParser:
     """The recognizer for one grammar; shared (also across threads) by every matcher of that grammar."""
 
-    def __init__(self, grammar: BnfGrammar, *, memo_limit: int = 1 << 16) -> None:
+    def __init__(self, grammar: BnfGrammar, *, memo_limit: int = 1 << 13) -> None:
         self.grammar = grammar
         pos_sym: list[int | None] = []
         pos_lhs: list[int] = []
