@@ -14,6 +14,7 @@ import gc
 import itertools
 import random
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -143,6 +144,33 @@ def test_unused_states_and_sets_are_freed(bracket_json):
     gc.collect()
     assert compiled.parser.n_states <= peak
     assert compiled.parser.n_states < 30 * 40
+
+
+def test_masks_are_interned_by_content(bracket_json):
+    """States with the same allowed set share one Mask (and so one packed bitset), bounded by mask_cache_limit."""
+    compiled = compile_grammar(JSON_KBNF, bracket_json.vocab, syntax="kbnf", end_mode="eos",
+                               config=CompileConfig(mask_cache_limit=16))
+    rng = random.Random(9)
+    by_content: dict = {}
+    states = 0
+    for _ in range(12):
+        m = Matcher(compiled)
+        for _ in range(30):
+            mask = compiled.mask(m.state)
+            bits = compiled.allowed_bitset(m.state)
+            assert np.array_equal(np.flatnonzero(np.unpackbits(bits.view(np.uint8), bitorder="little")),
+                                  compiled.reference_allowed_ids(m.state))
+            key = (mask.rows.tobytes(), mask.extras.tobytes())
+            seen = by_content.setdefault(key, mask)
+            if len(by_content) <= 16:  # within the bound, equal content is the same object
+                assert seen is mask
+            states += 1
+            choices = [t for t in m.allowed_token_ids().tolist() if t not in compiled.vocab.eos_ids]
+            if not choices:
+                break
+            m.accept_token(rng.choice(choices))
+    assert compiled.cache_stats()["distinct_masks"] <= 2 * 16
+    assert len(by_content) < states
 
 
 def test_generational_cache_is_bounded_and_keeps_recent_entries():
