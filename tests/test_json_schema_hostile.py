@@ -78,6 +78,8 @@ REFUSED = [
     ("maximum-infinity-integer", '{"type": "integer", "maximum": 1e999}', GrammarError, "/maximum", None),
     ("exclusive-minimum-nan", '{"exclusiveMinimum": NaN}', GrammarError, "/exclusiveMinimum", None),
     ("multipleof-infinity", '{"multipleOf": 1e999}', GrammarError, "/multipleOf", None),
+    ("const-nan-under-minimum", '{"const": NaN, "format": true, "minimum": 0.5}', GrammarError, "/const", None),
+    ("enum-nested-infinity", '{"enum": [[1e999]], "items": {"minimum": 0}}', GrammarError, "/enum", None),
     ("surrogate-property-name", {"type": "object", "properties": {"a\ud800": {}}, "required": ["a\ud800"]},
      GrammarError, "/", None),
     ("surrogate-const", {"const": "a\udc00"}, GrammarError, "/const", None),

@@ -10,6 +10,7 @@ terminate.
 """
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -267,6 +268,7 @@ def _negate(doc: Document, m: Merged, arg: Any, at: str) -> None:
         values = [value] if kw == "const" else value
         if not isinstance(values, list):
             raise doc.fail("'enum' must be an array", where)
+        _json_values(doc, values, where)
         m.not_values.extend((v, where) for v in values)
     elif kw == "required":  # "required" holds for every non-object: only objects can fail it
         if not isinstance(value, list) or not all(isinstance(x, str) for x in value):
@@ -281,6 +283,16 @@ def _negate(doc: Document, m: Merged, arg: Any, at: str) -> None:
             raise doc.fail("'pattern' must be a string", where)
         m.types &= {"string"}
         m.not_patterns.append((value, where))
+
+
+def _json_values(doc: Document, values: list, ptr: str) -> None:
+    """Refuse enum/const values with NaN or Infinity (Python's ``json`` parses them; JSON has no such values)."""
+    try:
+        json.dumps(values, allow_nan=False)
+    except ValueError:
+        raise doc.fail("an enum/const value holds NaN or Infinity, which are not JSON", ptr) from None
+    except RecursionError:
+        raise doc.fail("an enum/const value is nested too deeply", ptr) from None
 
 
 def _num(doc: Document, v: Any, ptr: str) -> Decimal:
@@ -360,6 +372,7 @@ def merge(doc: Document, atoms: tuple[Atom, ...]) -> Merged:
                 values = [arg] if kw == "const" else arg
                 if not isinstance(values, list):
                     raise doc.fail("'enum' must be an array", at)
+                _json_values(doc, values, at)
                 m.enums.append((values, at))
             elif kw in ("minimum", "exclusiveMinimum"):
                 if isinstance(arg, bool):  # draft 4 boolean form

@@ -7,6 +7,7 @@ Formats use this package's own format languages (a subset of the checker's).
 """
 from __future__ import annotations
 
+import math
 import re
 from decimal import Decimal
 from functools import lru_cache
@@ -66,6 +67,8 @@ def _is_type(v: Any, t: str) -> bool:
 
 
 def _num(v: Any) -> Decimal:
+    if isinstance(v, float) and not math.isfinite(v):  # NaN/Infinity parse in Python's json, but are not JSON
+        raise GrammarError(f"enum/const value {v!r} is not valid JSON")
     return Decimal(v) if isinstance(v, int) else Decimal(repr(v))
 
 
