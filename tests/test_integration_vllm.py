@@ -357,7 +357,18 @@ def test_bad_server_settings_fail_at_start(model_dir):
         GrammarLogitsProcessor(make_config(model_dir, cache=3), torch.device("cpu"), False)
 
 
-def test_compiles_run_in_a_worker_thread_while_other_rows_are_masked(processor_factory):
+def test_compiles_run_in_a_worker_thread_while_other_rows_are_masked(processor_factory, monkeypatch):
+    import time
+
+    from kbnf_gpu.integrations.spec import GrammarSpec
+
+    real_compile = GrammarSpec.compile
+
+    def slow_compile(self, *args, **kwargs):  # schema compiles now take milliseconds: make this one take 300 ms
+        time.sleep(0.3)
+        return real_compile(self, *args, **kwargs)
+
+    monkeypatch.setattr(GrammarSpec, "compile", slow_compile)
     proc = processor_factory()
     batch = Batch(proc, seed=10)
     batch.filler = proc._filler(set(proc.vocab.eos_ids))
@@ -372,7 +383,7 @@ def test_compiles_run_in_a_worker_thread_while_other_rows_are_masked(processor_f
         pytest.fail("the compile never finished")
     for _ in range(3):
         batch.step()
-    assert fresh.output[0] == batch.filler, "a 100 ms compile cannot finish between update_state and apply"
+    assert fresh.output[0] == batch.filler, "a 300 ms compile cannot finish between update_state and apply"
     assert fresh.ref.num_tokens >= 3
 
 
