@@ -253,23 +253,14 @@ def _negate(doc: Document, m: Merged, arg: Any, at: str) -> None:
     kw, value = keys[0], arg[keys[0]]
     where = child(at, kw)
     if kw == "type":
-        names = value if isinstance(value, list) else [value]
-        removed: set[str] = set()
-        for t in names:
-            if t not in TYPES:
-                raise doc.fail(f"unknown type {t!r}", where)
-            removed |= _TYPE_MAP[t]
+        removed = _type_set(doc, value, where)
         if "int" in removed and "frac" not in removed and "frac" in m.types:
             doc.problem("'not' of 'integer' leaves the numbers with a fraction, which this grammar cannot single "
                         "out (1.0 is an integer)", where)
             removed.add("frac")
         m.types -= removed
     elif kw in ("const", "enum"):
-        values = [value] if kw == "const" else value
-        if not isinstance(values, list):
-            raise doc.fail("'enum' must be an array", where)
-        _json_values(doc, values, where)
-        m.not_values.extend((v, where) for v in values)
+        m.not_values.extend((v, where) for v in _enum_values(doc, kw, value, where))
     elif kw == "required":  # "required" holds for every non-object: only objects can fail it
         if not isinstance(value, list) or not all(isinstance(x, str) for x in value):
             raise doc.fail("'required' must be an array of strings", where)
@@ -285,14 +276,28 @@ def _negate(doc: Document, m: Merged, arg: Any, at: str) -> None:
         m.not_patterns.append((value, where))
 
 
-def _json_values(doc: Document, values: list, ptr: str) -> None:
-    """Refuse enum/const values with NaN or Infinity (Python's ``json`` parses them; JSON has no such values)."""
+def _type_set(doc: Document, value: Any, ptr: str) -> set[str]:
+    """The value kinds a ``type`` keyword names (one name or a list)."""
+    kinds: set[str] = set()
+    for t in value if isinstance(value, list) else [value]:
+        if t not in TYPES:
+            raise doc.fail(f"unknown type {t!r}", ptr)
+        kinds |= _TYPE_MAP[t]
+    return kinds
+
+
+def _enum_values(doc: Document, kw: str, value: Any, ptr: str) -> list:
+    """The values an ``enum`` or ``const`` allows; NaN and Infinity (which Python's ``json`` parses) are refused."""
+    values = [value] if kw == "const" else value
+    if not isinstance(values, list):
+        raise doc.fail("'enum' must be an array", ptr)
     try:
         json.dumps(values, allow_nan=False)
     except ValueError:
         raise doc.fail("an enum/const value holds NaN or Infinity, which are not JSON", ptr) from None
     except RecursionError:
         raise doc.fail("an enum/const value is nested too deeply", ptr) from None
+    return values
 
 
 def _num(doc: Document, v: Any, ptr: str) -> Decimal:
@@ -361,19 +366,9 @@ def merge(doc: Document, atoms: tuple[Atom, ...]) -> Merged:
             elif kw in UNSUPPORTED:
                 doc.problem(f"unsupported keyword '{kw}'", at)
             elif kw == "type":
-                names = arg if isinstance(arg, list) else [arg]
-                allowed: set[str] = set()
-                for t in names:
-                    if t not in TYPES:
-                        raise doc.fail(f"unknown type {t!r}", at)
-                    allowed |= _TYPE_MAP[t]
-                m.types &= allowed
+                m.types &= _type_set(doc, arg, at)
             elif kw in ("enum", "const"):
-                values = [arg] if kw == "const" else arg
-                if not isinstance(values, list):
-                    raise doc.fail("'enum' must be an array", at)
-                _json_values(doc, values, at)
-                m.enums.append((values, at))
+                m.enums.append((_enum_values(doc, kw, arg, at), at))
             elif kw in ("minimum", "exclusiveMinimum"):
                 if isinstance(arg, bool):  # draft 4 boolean form
                     continue
