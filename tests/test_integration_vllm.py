@@ -375,12 +375,12 @@ def test_compiles_run_in_a_worker_thread_while_other_rows_are_masked(processor_f
     batch.add(0, params({"regex": REGEX}))
     schema = dict(SCHEMA, properties=dict(SCHEMA["properties"], extra={"type": "number"}))
     fresh = batch.add(1, params({"json_schema": schema}), ready=False)  # not compiled yet: in the worker
-    for _ in range(40):
+    deadline = time.monotonic() + 120  # steps take microseconds: wait on the clock, not on a step count
+    while fresh.pending:
+        if time.monotonic() > deadline:
+            pytest.fail("the compile never finished")
         batch.step()
-        if not fresh.pending:
-            break
-    else:
-        pytest.fail("the compile never finished")
+        time.sleep(0.01)
     for _ in range(3):
         batch.step()
     assert fresh.output[0] == batch.filler, "a 300 ms compile cannot finish between update_state and apply"
