@@ -178,6 +178,8 @@ class _Builder:
                          f"repetition {{{lo},{hi}}}", rule=owner)
             self.expanded += grows
             item = self.symbol(expr.item, owner)
+            if item < 0 and self.blocked_repetition(nt, expr, item, owner):
+                return
             prefix = (item,) * lo
             if hi is None:
                 if lo == 0:
@@ -196,6 +198,62 @@ class _Builder:
             return
         for alt in self.alternatives(expr, owner):
             self.rules.append((nt, alt))
+
+    def blocked_repetition(self, nt: int, expr: ir.Repetition, item: int, owner: str) -> bool:
+        """``nt ::= X{lo,hi}`` for a terminal ``X`` in blocks of ``B`` copies fused into one lexeme; False if it
+        does not pay (fusion off, counts below two blocks, or not even two copies fit ``fuse_max_states``).
+
+        Too big to fuse whole (``char{1,100}``: 100 x 14 states), the repetition would otherwise be ``hi``
+        separate lexemes: a token of k characters completes k - 1 of them, so nearly every token is a DEEP
+        candidate checked by stepping the parser, at every count (a new parser context each). In blocks, a
+        token crosses at most one block boundary (CROSS rows) unless it is longer than a block. The language
+        is unchanged: ``X{lo,hi} = X^lo X{0,hi-lo}`` with ``X^lo = T(B)^(lo//B) T(lo%B)`` and
+        ``O(n) ::= ε | T(1..min(n,B-1)) | T(B) O(n-B)`` (no count is derived twice).
+        """
+        lo, hi = expr.min, expr.max
+        if not self.config.fuse or (hi if hi is not None else lo) < 2 * BLOCK_MIN:
+            return False
+        x = self.dfas[~item]
+        limit = self.config.fuse_max_states
+        size = max(BLOCK_MIN, min(limit // max(x.n_states - 1, 1), hi if hi is not None else lo))
+        while size >= BLOCK_MIN:
+            full = _within(limit, lambda: dfa_repeat(x, size, size, max_states=limit))
+            if full is not None:
+                break
+            size //= 2
+        else:
+            return False
+        memo: dict[tuple[int, int], int] = {}
+        name = self.terminals[~item].name or owner
+
+        def block(a: int, b: int) -> int:
+            """The fused terminal of ``X{a,b}`` (``b <= size``, so it fits)."""
+            if (a, b) == (1, 1):
+                return item
+            if (a, b) not in memo:
+                dfa = full if (a, b) == (size, size) else dfa_repeat(x, a, b, max_states=limit)
+                memo[(a, b)] = term_sym(self.fused_terminal(dfa, f"{name}{{{a},{b}}}"))
+            return memo[(a, b)]
+
+        exact = [block(size, size)] * (lo // size) + ([block(lo % size, lo % size)] if lo % size else [])
+        if hi is None:
+            self.rules.append((nt, (*exact, self.symbol(ir.Repetition(expr.item, 0, None), owner))))
+            return True
+        tail: int | None = None
+        rest = hi - lo
+        # build O(n) from the innermost block outwards: O(r) for the remainder r, then O(r + size), ...
+        counts = [rest - k * size for k in range(rest // size + 1)]
+        for n in reversed(counts):
+            if n == 0:
+                continue
+            helper = self.helper(owner)
+            self.rules.append((helper, ()))
+            self.rules.append((helper, (block(1, min(n, size - 1)),)))
+            if n >= size:
+                self.rules.append((helper, (block(size, size),) if n == size else (block(size, size), tail)))
+            tail = helper
+        self.rules.append((nt, (*exact,) if tail is None else (*exact, tail)))
+        return True
 
     def optional_chain(self, item: int, count: int, owner: str) -> int:
         previous = None
@@ -332,6 +390,7 @@ class _Builder:
                 raise
 
 
+BLOCK_MIN = 4  # copies per block at least, else a counted repetition stays one lexeme per copy
 MAX_RUN = 16  # terminals fused into one run at most
 # Run fusion builds at most this many concatenated DFAs per grammar (a few ms each): the punctuation of a
 # JSON grammar needs a dozen; a large JSON Schema (one run per property) would otherwise spend seconds here.

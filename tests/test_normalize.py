@@ -127,3 +127,58 @@ def test_linear_self_recursion_fuses_into_one_terminal():
     for text, ok in ((b'"ab\\nc"[x,x]', True), (b'""[x]', True), (b'"a\\"[x]', False), (b'"a"[x,]', False)):
         state, _, _ = parser.step_bytes(parser.initial_state, text)
         assert (state != DEAD and parser.is_accepting(state)) == ok, text
+
+
+ITEMS = {  # a regular item of a few states, and its Python regex
+    "ab|c": (ir.Choice((ir.Terminal(ir.Literal(b"ab")), ir.Terminal(ir.Literal(b"c")))), "(?:ab|c)"),
+    "[ab]c?": (ir.Sequence((ir.Terminal(ir.CharClass(((ord("a"), ord("b")),))),
+                            ir.Repetition(ir.Terminal(ir.Literal(b"c")), 0, 1))), "[ab]c?"),
+}
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from(sorted(ITEMS)), st.integers(0, 14), st.one_of(st.none(), st.integers(0, 16)),
+       st.lists(st.lists(st.sampled_from([b"ab", b"c", b"a", b"b", b"bc", b"ac"]), max_size=34), min_size=1, max_size=8),
+       st.sampled_from([8, 20, 40]))
+def test_counted_repetition_in_blocks_keeps_the_language(item, lo, extra, words, limit):
+    """``x{lo,hi}`` too big to fuse becomes blocks of fused copies; same language as one lexeme per copy."""
+    import re
+
+    hi = None if extra is None else lo + extra
+    body, pattern = ITEMS[item]
+    grammar = ir.Grammar(rules=(
+        ir.Rule("s", ir.Sequence((ir.Terminal(ir.Literal(b"<")), ir.Repetition(ir.Ref("x"), lo, hi),
+                                  ir.Terminal(ir.Literal(b">"))))),
+        ir.Rule("x", body)), start="s", syntax="test")
+    blocked = normalize(grammar, NormalizeConfig(fuse=True, fuse_max_states=limit, fuse_max_states_lexemes=limit))
+    plain = normalize(grammar, NormalizeConfig(fuse=False))
+    if limit > 8:  # fused whole or in blocks of fused copies, never one rule per copy
+        assert len(blocked.rules) < 20, len(blocked.rules)
+    regex = re.compile(rb"<(?:%s){%d,%s}>" % (pattern.encode(), lo, b"" if hi is None else str(hi).encode()))
+    parsers = [EarleyParser(blocked), EarleyParser(plain)]
+    for parts in words:
+        text = b"<" + b"".join(parts) + b">"
+        for end in range(len(text) + 1):
+            verdicts = []
+            for parser in parsers:
+                state, _, _ = parser.step_bytes(parser.initial_state, text[:end])
+                verdicts.append((state != DEAD, state != DEAD and parser.is_accepting(state)))
+            assert verdicts[0] == verdicts[1], (text[:end], lo, hi)
+        assert verdicts[0][1] == bool(regex.fullmatch(text)), (text, lo, hi)
+
+
+def test_long_counted_repetition_of_a_char_rule_is_a_few_block_lexemes():
+    """llama.cpp's ``char{1,100}``: a handful of block terminals, not a hundred one-character lexemes."""
+    char = ir.Choice((ir.Terminal(ir.CharClass(((0x20, 0x21), (0x23, 0x5B), (0x5D, 0x7E)))),
+                      ir.Sequence((ir.Terminal(ir.Literal(b"\\")), ir.Terminal(ir.Literal(b"u")),
+                                   ir.Repetition(ir.Terminal(ir.CharClass(((ord("0"), ord("9")),))), 4, 4)))))
+    grammar = ir.Grammar(rules=(
+        ir.Rule("s", ir.Sequence((ir.Terminal(ir.Literal(b'"')), ir.Repetition(ir.Ref("char"), 1, 100),
+                                  ir.Terminal(ir.Literal(b'"'))))),
+        ir.Rule("char", char)), start="s", syntax="test")
+    bnf = normalize(grammar)
+    assert len(bnf.rules) < 20 and len(bnf.terminals) <= 6
+    parser = EarleyParser(bnf)
+    for n, ok in ((1, True), (100, True), (101, False), (0, False)):
+        state, _, _ = parser.step_bytes(parser.initial_state, b'"' + b"a\\u0123" * (n // 2) + b"b" * (n % 2) + b'"')
+        assert (state != DEAD and parser.is_accepting(state)) is ok, n
