@@ -90,8 +90,13 @@ class Matcher:
         if width * 32 < self.compiled.vocab.size:
             raise ValueError(f"bitmask rows hold {width * 32} tokens; the vocabulary has {self.compiled.vocab.size} "
                              f"(use {(self.compiled.vocab.size + 31) // 32} int32 words per row)")
-        row = np.zeros(width, dtype=np.int32)
         n = min(width, words.shape[0])
+        if bitmask.device.type == "cpu" and bitmask.dtype == torch.int32 and not bitmask.requires_grad:
+            row = bitmask[index].numpy()  # a view: one copy of the cached bitset, no temporary
+            row[:n] = words[:n]
+            row[n:] = 0
+            return
+        row = np.zeros(width, dtype=np.int32)
         row[:n] = words[:n]
         bitmask[index].copy_(torch.from_numpy(row))
 
