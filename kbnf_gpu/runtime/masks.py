@@ -217,6 +217,8 @@ class MaskBuilder:
             for byte in data[j:]:
                 s = step(s, byte)
                 path.append(s)
+                if s is DEAD or s is DEAD_UNKNOWN:  # absorbing: the rest of the token cannot change the verdict
+                    break
             prev = data
             if s is DEAD:
                 continue
