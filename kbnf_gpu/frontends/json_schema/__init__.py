@@ -70,7 +70,8 @@ Approximate, but sound (every accepted text is valid):
 * strings with ``pattern``/``format`` accept any JSON escaping; the regex is
   applied to the decoded string with ``re.search`` semantics (see
   ``_pattern``: ``\\d`` ASCII, ``$`` only at the very end, ``.`` excluding all
-  line terminators; lookaround, backreferences and ``\\b`` are unsupported);
+  line terminators; lookaheads exact at the pattern's top level; nested
+  lookaheads, lookbehinds, backreferences and ``\\b`` are refused);
 * ``format``: see ``formats`` (e.g. the 253-character hostname limit is not
   enforced); OpenAPI's ``int8``...``int64``/``uint8``...``uint64`` bound
   integers and ``byte`` is base64 (``jsonschema`` checks neither);

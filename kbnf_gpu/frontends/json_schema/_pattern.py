@@ -17,10 +17,11 @@ The flavour is ECMA-262 with the ``u`` flag: named groups ``(?<name>…)``
 (and Python's ``(?P<name>…)``), ``\\cX`` (X mod 32), ``\\uXXXX`` (a
 surrogate pair ``\\uD83D\\uDE00`` is one code point), ``\\u{H…}``,
 ``\\xHH``, identity escapes such as ``\\/``, ``[^]`` (any character) and
-``[]`` (none). Lookaheads right after a leading ``^`` (``^(?!…)``,
-``^(?=…)(?=…)``, the form real-world schemas use) are exact: intersections
-and differences of anchored languages. Rejected with ``PatternError``:
-other lookarounds, backreferences,
+``[]`` (none). Lookaheads at the top level of the pattern or of a top-level
+branch (``^(?!…)``, ``^(?=…)(?=…)``, the form real-world schemas use, and
+``a(?!b)c``) are exact: intersections and differences of anchored languages.
+Rejected with ``PatternError``: lookaheads nested in a group, alternation or
+repetition, lookbehinds, backreferences,
 ``\\b``, inline flags, possessive repeats, and syntax that the two dialects read
 differently (``{,n}``, ``\\a``...).
 """
@@ -341,7 +342,8 @@ def _add(p: Pieces, key: tuple[bool, bool], body: Rx) -> None:
 def _pieces(node: Node, over: bool) -> Pieces:
     kind = node[0]
     if kind == "look":
-        raise PatternError("a lookahead is only supported at the start of the pattern, after '^'", node[3])
+        raise PatternError("a lookahead inside a group, an alternation or a repetition is unsupported "
+                           "(it is exact at the top level of the pattern)", node[3])
     if kind == "set":
         return {(False, False): cc(node[2] if over else node[1])}
     if kind == "bol":
@@ -404,34 +406,42 @@ def search_language(tree: Node, over: bool) -> Rx:
     return out
 
 
-def _leading_lookaheads(tree: Node) -> tuple[list[tuple[bool, Node]], Node]:
-    """``^(?=A)(?!B)REST`` as ``([(False, A), (True, B)], ^REST)``; no lookaheads: ``([], tree)``."""
-    items = tree[1] if tree[0] == "cat" else []
-    k = 1
-    while items[:1] == [("bol",)] and k < len(items) and items[k][0] == "look":
-        k += 1
-    if k == 1:
-        return [], tree
-    return [(look[1], look[2]) for look in items[1:k]], ("cat", [("bol",)] + items[k:])
-
-
 def _with_lookaheads(tree: Node, over: bool) -> Rx:
-    """Leading lookaheads by intersection (``(?=A)``) and difference (``(?!B)``) of anchored languages
-    (per branch of a top-level alternation).
+    """``search_language`` with lookaheads at the top level of the pattern (per branch of a top-level alternation).
 
-    At the start of the string ``(?=A)REST`` finds a match exactly where
-    ``^A`` and ``^REST`` both do; the approximations swap for negated bodies.
+    A match of ``P (?=A)(?!B) R`` splits the string where the lookaheads stand:
+    ``u`` ends with a match of ``P`` (from the start if ``P`` has ``^``), and
+    ``v`` (the whole rest of the string) starts with ``A``, does not start with
+    ``B`` and starts with a match of ``R``: ``L(P) · (^A ∩ ^R − ^B)``, exact by
+    intersection and difference of anchored languages (the approximations swap
+    for negated bodies). ``R`` may hold further lookaheads.
     """
-    if tree[0] == "alt":  # each branch may start with its own: ^(?!a)b|^(?=c)d
+    if tree[0] == "alt":  # each branch may have its own: ^(?!a)b|^(?=c)d
         return alt(*(_with_lookaheads(branch, over) for branch in tree[1]))
-    looks, rest = _leading_lookaheads(tree)
-    if not looks:
+    items = tree[1] if tree[0] == "cat" else [tree]
+    first = next((i for i, item in enumerate(items) if item[0] == "look"), None)
+    if first is None:
         return search_language(tree, over)
+    last = first
+    while last < len(items) and items[last][0] == "look":
+        last += 1
     from ._fsm import combine
 
-    keep = [search_language(("cat", [("bol",), body]), over) for negated, body in looks if not negated]
-    drop = [search_language(("cat", [("bol",), body]), not over) for negated, body in looks if negated]
-    return combine(search_language(rest, over), keep, drop)
+    def anchored(body: Node, approx: bool) -> Rx:
+        return _with_lookaheads(("cat", [("bol",), *(body[1] if body[0] == "cat" else [body])]), approx)
+
+    looks = items[first:last]
+    keep = [anchored(look[2], over) for look in looks if not look[1]]
+    drop = [anchored(look[2], not over) for look in looks if look[1]]
+    right = combine(_with_lookaheads(("cat", [("bol",), *items[last:]]), over), keep, drop)
+    left: Rx = None
+    for (sa, ea), body in _pieces(("cat", items[:first]), over).items():
+        if body is None:
+            continue
+        if ea:
+            raise PatternError("a lookahead after '$' is unsupported", looks[0][3])
+        left = alt(left, seq(EPS if sa else ANY_STAR, body))
+    return None if left is None or right is None else seq(left, right)
 
 
 def pattern_language(source: str, over: bool = False) -> Rx:
