@@ -91,8 +91,8 @@ class Matcher:
             raise ValueError(f"bitmask rows hold {width * 32} tokens; the vocabulary has {self.compiled.vocab.size} "
                              f"(use {(self.compiled.vocab.size + 31) // 32} int32 words per row)")
         n = min(width, words.shape[0])
-        if bitmask.device.type == "cpu" and bitmask.dtype == torch.int32 and not bitmask.requires_grad:
-            row = bitmask[index].numpy()  # a view: one copy of the cached bitset, no temporary
+        if bitmask.is_cpu and bitmask.dtype == torch.int32 and not bitmask.requires_grad:
+            row = bitmask.numpy()[index]  # a view: one copy of the cached bitset, no temporary
             row[:n] = words[:n]
             row[n:] = 0
             return
