@@ -235,13 +235,14 @@ class EarleyParser:
 
     # --------------------------------------------------------------- closure
 
-    def _complete(self, lhs: int, origin: int) -> tuple[tuple, bool, bool]:
-        """Items advanced by completing ``lhs`` that started at set ``origin``; whether that accepts; whether it
-        reached ``TOP``."""
+    def _complete(self, lhs: int, origin: int) -> tuple[tuple, EarleySet]:
+        """((items advanced by completing ``lhs`` that started at set ``origin``, whether that accepts, whether it
+        reached ``TOP``), the set that keeps the items' origins alive). The caller holds the set while it uses the
+        items: the memo entry that also holds it may be evicted meanwhile (by another thread, too)."""
         key = (lhs, origin)
         hit = self._complete_memo[key]
         if hit is not None:
-            return hit[0]
+            return hit
         earley_set = self._set_by_uid[origin]
         leo = earley_set.leo.get(lhs)
         if leo is not None:
@@ -258,7 +259,7 @@ class EarleyParser:
             uid = earley_set.uid
             result = (tuple((p + 1, uid if o == SELF else o) for p, o in earley_set.waiting.get(lhs, ())), False, False)
         # the entry holds the set: the advanced items start in it or its parents
-        return self._complete_memo.put(key, (result, earley_set))[0]
+        return self._complete_memo.put(key, (result, earley_set))
 
     def _build_set(self, kernel: tuple) -> tuple[EarleySet, tuple, bool, bool, tuple]:
         """Close ``kernel`` (items whose origins are alive) into an Earley set.
@@ -282,6 +283,7 @@ class EarleyParser:
         closures: list[_Prediction] = []  # the context-free part: everything predicted, as precomputed closures
         accept = False
         touched = False
+        held: list[EarleySet] = []  # the origins of advanced items stay alive until the set is interned
         while agenda:
             item = agenda.pop()
             p, origin = item
@@ -292,7 +294,8 @@ class EarleyParser:
                     continue
                 if origin == SELF:
                     continue  # an ε-completion: handled when the nullable symbol was predicted
-                advanced, accepts, reached_top = self._complete(pos_lhs[p], origin)
+                (advanced, accepts, reached_top), holder = self._complete(pos_lhs[p], origin)
+                held.append(holder)
                 accept = accept or accepts
                 touched = touched or reached_top
                 for new in advanced:
