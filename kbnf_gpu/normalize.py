@@ -241,16 +241,15 @@ class _Builder:
             return True
         tail: int | None = None
         rest = hi - lo
-        # build O(n) from the innermost block outwards: O(r) for the remainder r, then O(r + size), ...
-        counts = [rest - k * size for k in range(rest // size + 1)]
-        for n in reversed(counts):
+        # O(n) from the innermost block outwards: O(r) for the remainder r = rest % size, then O(r + size), ...
+        for n in range(rest % size, rest + 1, size):
             if n == 0:
                 continue
             helper = self.helper(owner)
             self.rules.append((helper, ()))
             self.rules.append((helper, (block(1, min(n, size - 1)),)))
             if n >= size:
-                self.rules.append((helper, (block(size, size),) if n == size else (block(size, size), tail)))
+                self.rules.append((helper, (block(size, size),) if tail is None else (block(size, size), tail)))
             tail = helper
         self.rules.append((nt, (*exact,) if tail is None else (*exact, tail)))
         return True

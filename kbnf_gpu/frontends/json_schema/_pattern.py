@@ -433,7 +433,7 @@ def _with_lookaheads(tree: Node, over: bool) -> Rx:
     looks = items[first:last]
     keep = [anchored(look[2], over) for look in looks if not look[1]]
     drop = [anchored(look[2], not over) for look in looks if look[1]]
-    right = combine(_with_lookaheads(("cat", [("bol",), *items[last:]]), over), keep, drop)
+    right = combine(anchored(("cat", items[last:]), over), keep, drop)
     left: Rx = None
     for (sa, ea), body in _pieces(("cat", items[:first]), over).items():
         if body is None:
@@ -445,7 +445,7 @@ def _with_lookaheads(tree: Node, over: bool) -> Rx:
 
 
 def pattern_language(source: str, over: bool = False) -> Rx:
-    """``search_language`` of a pattern source (leading lookaheads included)."""
+    """``search_language`` of a pattern source (top-level lookaheads included)."""
     return _with_lookaheads(parse(source), over)
 
 
