@@ -11,12 +11,14 @@ import json
 import random
 import sys
 import threading
+import weakref
 
 import numpy as np
 import torch
 
 from kbnf_gpu import Matcher, compile_grammar
 from kbnf_gpu.grammars import JSON_KBNF
+from kbnf_gpu.runtime.earley import SELF, EarleyParser
 from integration_support import greedy_tokens
 
 
@@ -83,3 +85,59 @@ def test_shared_grammar_from_many_threads_gives_one_threads_masks(llama3_vocab, 
         assert len(got) == len(exp)
         for step, (a, b) in enumerate(zip(got, exp)):
             assert np.array_equal(a, b), (j, step)
+
+
+
+class _PausingWeakDict(weakref.WeakValueDictionary):
+    """A ``WeakValueDictionary`` whose stores pause until ``go`` is set (at most 2 s): the window between two
+    publications of one interned object, held open for another thread to look into."""
+
+    def __init__(self, entered: threading.Event, go: threading.Event) -> None:
+        super().__init__()
+        self.entered, self.go = entered, go
+
+    def __setitem__(self, key, value) -> None:
+        self.entered.set()
+        self.go.wait(2.0)
+        super().__setitem__(key, value)
+
+
+def _intern_while_paused(parser: EarleyParser, paused: str, sym: int) -> list[BaseException]:
+    """Intern a new Earley set while the store ``parser.<paused>`` (``_sets`` or ``_set_by_uid``) pauses; meanwhile
+    another thread that finds the set by content resolves its uid, as a parse step does with an item's origin."""
+    entered, go = threading.Event(), threading.Event()
+    original = getattr(parser, paused)
+    pausing = _PausingWeakDict(entered, go)
+    pausing.update(original)
+    setattr(parser, paused, pausing)
+    waiting = {sym: ((0, SELF),)}  # a structure no parse built: a new set
+    key = ((( sym, ((0, SELF),)),), ())
+    errors: list[BaseException] = []
+
+    def reader() -> None:
+        try:
+            assert entered.wait(2.0), "the interning thread never stored"
+            found = parser._sets.get(key)
+            if found is not None:
+                assert parser.set_of(found.uid) is found
+        except BaseException as err:  # noqa: BLE001 - reported to the test
+            errors.append(err)
+        finally:
+            go.set()
+
+    th = threading.Thread(target=reader)
+    th.start()
+    made = parser._intern_set(dict(waiting), {}, ())
+    th.join()
+    setattr(parser, paused, original)
+    original.update(pausing)
+    assert parser._sets.get(key) is made and parser.set_of(made.uid) is made
+    return errors
+
+
+def test_a_set_found_by_content_is_found_by_uid(llama3_json):
+    """Interning publishes a set by uid before by content: a thread that finds it by content (lock-free) can
+    resolve its uid at once (the ``KeyError`` on a uid once seen in the shared-grammar test above)."""
+    parser = EarleyParser(llama3_json.parser.grammar)
+    for sym, paused in enumerate(("_set_by_uid", "_sets")):  # pause either publication
+        assert not _intern_while_paused(parser, paused, sym), paused

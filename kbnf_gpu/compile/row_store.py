@@ -89,10 +89,10 @@ class RowStore:
                         grown[:index] = matrix[:index]
                         matrix = grown
                     matrix[index] = bits
-                    row = matrix[index]
-                    self._dense.append(row)
-                    self._keys.append(key)
+                    # publish in the order readers (no lock) look: the matrix, then the row count, then the index
                     self._matrix = matrix
+                    self._keys.append(key)
+                    self._dense.append(matrix[index])
                     self._dense_index[key] = index
         return index
 
@@ -123,7 +123,8 @@ class RowStore:
 
     def dense_rows(self) -> np.ndarray:
         """``uint32 [R, W]``: every dense row so far, in reference order (a read-only view; later rows may follow)."""
-        view = self._matrix[: len(self._dense)]
+        count = len(self._dense)  # read before the matrix: a matrix read later holds at least ``count`` rows
+        view = self._matrix[:count]
         view.setflags(write=False)
         return view
 

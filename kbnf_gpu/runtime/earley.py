@@ -187,8 +187,10 @@ class EarleyParser:
                 found = self._sets.get(key)
                 if found is None:
                     found = EarleySet(next(_uids), waiting, leo, parents)
-                    self._sets[key] = found
+                    # by uid first: another thread may find the set by content (no lock) as soon as it is in
+                    # ``_sets``, and then look its items' origin up by uid
                     self._set_by_uid[found.uid] = found
+                    self._sets[key] = found
         return found
 
     def _intern_state(self, pairs: tuple, accepting: bool, lossy: bool, sets: tuple) -> ParserState:
