@@ -61,7 +61,25 @@ def small_grammars() -> list[ir.Grammar]:
         ir.Grammar(rules=(ir.Rule("s", star(ir.Choice((lit(b"ab"), ir.Sequence((lit(b"a"), lit(b"b"),
                                                                                  pat("c*"))))))),),
                    start="s", syntax="test"),
+        many_literal_followers(),
     ]
+
+
+KEYS = (b"a", b"ab", b"b", b"ba", b"c", b'"a', b"1", b"-", b"ab-", b"\xc3\xa9", b"ca")
+
+
+def many_literal_followers() -> ir.Grammar:
+    """An object-like grammar: after ``{`` and ``,`` any of a dozen keys (prefixes of one another, one a chain that
+    accepts its prefix ``t``), each with its own value rule (so the keys stay separate terminals), enough for the
+    literal followers to share one table (``GrammarTables.follower_tables``)."""
+    ref = ir.Ref
+    keys = [lit(k) for k in KEYS] + [pat("t(ru)?")]
+    pairs = ir.Choice(tuple(ir.Sequence((k, lit(b":"), ref(f"v{i}"))) for i, k in enumerate(keys)))
+    values = tuple(ir.Rule(f"v{i}", ir.Choice((lit(b"1" * (1 + i % 3)), ref("obj")))) for i in range(len(keys)))
+    return ir.Grammar(rules=(
+        ir.Rule("obj", ir.Sequence((lit(b"{"), pairs, star(ir.Sequence((lit(b","), pairs))), lit(b"}")))),
+        *values,
+    ), start="obj", syntax="test")
 
 
 def compile_ir(grammar: ir.Grammar, vocab: Vocabulary, *, end_mode: str = "eos", sparse_limit: int = 256,
@@ -92,7 +110,7 @@ def walk_and_compare(compiled: CompiledGrammar, rng: random.Random, walks: int, 
     return checked
 
 
-ALPHABET = '{}[]":, ab1-\\tru\nc+*()0;é'.encode()
+ALPHABET = '{}[]":, ab1-\\tru\nc+*()0;é'.encode()  # covers every grammar's bytes
 
 
 @st.composite
@@ -107,12 +125,22 @@ def vocabularies(draw):
 
 
 @settings(max_examples=25, deadline=None)
-@given(vocab=vocabularies(), which=st.integers(0, 3), eager=st.booleans(), sparse_limit=st.sampled_from([0, 4, 256]),
+@given(vocab=vocabularies(), which=st.integers(0, 4), eager=st.booleans(), sparse_limit=st.sampled_from([0, 4, 256]),
        seed=st.integers(0, 2**16))
 def test_tables_match_reference_on_random_vocabularies(vocab, which, eager, sparse_limit, seed):
     compiled = compile_ir(small_grammars()[which], vocab, end_mode="eager" if eager else "eos",
                           sparse_limit=sparse_limit)
     walk_and_compare(compiled, random.Random(seed), walks=4, steps=12)
+
+
+@settings(max_examples=25, deadline=None)
+@given(vocab=vocabularies(), seed=st.integers(0, 2**16))
+def test_literal_followers_taken_together_match_reference(vocab, seed):
+    """Keys after ``{`` and ``,`` get one table together: masks still equal the reference walk's, and the shared
+    table was used."""
+    compiled = compile_ir(many_literal_followers(), vocab, fuse=False)
+    walk_and_compare(compiled, random.Random(seed), walks=4, steps=12)
+    assert len(compiled.tables._groups) > 0
 
 
 @pytest.fixture(scope="module", params=["llama3", "gpt2", "mistral"])

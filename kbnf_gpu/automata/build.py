@@ -325,6 +325,25 @@ def dfa_literal_union(values: Sequence[bytes], *, max_states: int = DEFAULT_MAX_
     may have up to ``max_trie_states`` (default ``64 * max_states``) states.
     """
     cap = 64 * max_states if max_trie_states is None else max_trie_states
+    table, final = _trie_table(values, cap)
+    dfa = finalize(table, final, np.arange(256))
+    if dfa.n_states > max_states:
+        raise DFATooLarge(f"dfa_literal_union: DFA exceeds the limit of {max_states} states")
+    return dfa
+
+
+def literal_trie(values: Sequence[bytes], *, max_states: int = DEFAULT_MAX_STATES) -> ByteDFA:
+    """Exactly one of ``values``, as their trie (not minimized: built in one pass, for a DFA used once).
+
+    The trie is trimmed (every node leads to a value), and the same set of
+    values in the same order gives the same DFA.
+    """
+    table, final = _trie_table(values, max_states)
+    return ByteDFA(table.astype(np.int32), final)
+
+
+def _trie_table(values: Sequence[bytes], cap: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(int64 [n, 256] transitions, bool [n] accepting)`` of the trie of ``values`` (at most ``cap`` nodes)."""
     children: list[dict[int, int]] = [{}]
     final = [False]
     for value in values:
@@ -333,7 +352,7 @@ def dfa_literal_union(values: Sequence[bytes], *, max_states: int = DEFAULT_MAX_
             nxt = children[node].get(byte)
             if nxt is None:
                 if len(children) >= cap:
-                    raise DFATooLarge(f"dfa_literal_union: the trie of {len(values)} literals exceeds {cap} states")
+                    raise DFATooLarge(f"the trie of {len(values)} literals exceeds {cap} states")
                 nxt = children[node][byte] = len(children)
                 children.append({})
                 final.append(False)
@@ -343,10 +362,7 @@ def dfa_literal_union(values: Sequence[bytes], *, max_states: int = DEFAULT_MAX_
     for node, edges in enumerate(children):
         if edges:
             table[node, list(edges)] = list(edges.values())
-    dfa = finalize(table, np.array(final, dtype=bool), np.arange(256))
-    if dfa.n_states > max_states:
-        raise DFATooLarge(f"dfa_literal_union: DFA exceeds the limit of {max_states} states")
-    return dfa
+    return table, np.array(final, dtype=bool)
 
 
 def dfa_concat(parts: Sequence[ByteDFA], *, max_states: int = DEFAULT_MAX_STATES) -> ByteDFA:

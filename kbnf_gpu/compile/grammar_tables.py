@@ -12,6 +12,14 @@ At run time a scan pair ``(item, t, q)`` allows ``INSIDE[t][q]``, plus
 ``CROSS[t, t2][q]`` for the terminals ``t2`` the parser actually expects after
 the item's terminal, plus the ``DEEP[t, t2][q]`` candidates (same ``t2``) that
 survive the exact check (``kbnf_gpu.runtime.masks``).
+
+Many literal followers (the keys an object may start with: thousands in a
+real-world schema) are taken together: CROSS and DEEP are unions over the
+followers, and a union over followers equals the table of one follower whose
+language is their union (a token's rest stays alive in *some* follower iff it
+stays alive in the union's trimmed DFA; likewise for a whole lexeme). So one
+table of ``t`` against the minimized trie of the literals replaces one table
+per key (``follower_tables``): one vocabulary walk instead of thousands.
 """
 from __future__ import annotations
 
@@ -19,7 +27,12 @@ from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
+from .. import ir
+from ..automata.build import literal_trie
+from ..errors import DFATooLarge
 from ..normalize import BnfGrammar
+from ..runtime.caches import GenerationalCache
+from .dfa_walk import chain_literal
 from .row_store import RowStore
 from .table_cache import TableCache
 from .token_trie import TokenTrie
@@ -29,6 +42,9 @@ if TYPE_CHECKING:  # pragma: no cover
     from .compiled import CompileConfig
 
 _DEFAULT_CACHES: dict[tuple[str | None, int], TableCache] = {}
+
+GROUP_MIN = 8  # literal followers without pair tables yet, from which on they get one table together
+GROUP_TABLES = 1 << 10  # follower-group tables kept per grammar (each is one row reference per state of ``t``)
 
 
 def table_cache(directory: str | None, sparse_limit: int) -> TableCache:
@@ -132,6 +148,8 @@ class GrammarTables:
         self.inside: dict[int, np.ndarray] = dict(inside or {})
         self.cross: dict[tuple[int, int], np.ndarray] = dict(cross or {})
         self.deep: dict[tuple[int, int], np.ndarray] = dict(deep or {})
+        self._literals: dict[int, tuple[bytes, ...] | None] = {}
+        self._groups: GenerationalCache = GenerationalCache(GROUP_TABLES)
 
     @property
     def rows(self) -> np.ndarray:
@@ -169,6 +187,46 @@ class GrammarTables:
             self._pair(t, t2)
             refs = self.deep[(t, t2)]
         return refs
+
+    def follower_tables(self, t: int, followers: tuple[int, ...]) -> list[tuple[np.ndarray, np.ndarray]]:
+        """``(CROSS refs, DEEP refs)`` per state of ``t``, whose unions over the list are the unions over
+        ``followers``: one entry per follower, except that literal followers without pair tables yet, when there
+        are ``GROUP_MIN`` or more, share one entry (the tables of their union)."""
+        missing = tuple(sorted(t2 for t2 in followers if (t, t2) not in self.cross and self._literal(t2) is not None))
+        group = None
+        if len(missing) >= GROUP_MIN:
+            group = self._groups[(t, missing)]
+            if group is None:
+                group = self._group(t, missing)
+        if group is None:
+            return [(self.cross_refs(t, t2), self.deep_refs(t, t2)) for t2 in followers]
+        grouped = set(missing)
+        return [group] + [(self.cross_refs(t, t2), self.deep_refs(t, t2)) for t2 in followers if t2 not in grouped]
+
+    def _group(self, t: int, literal_followers: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray] | None:
+        try:
+            union = literal_trie(sorted({v for t2 in literal_followers for v in self._literal(t2)}))
+        except DFATooLarge:  # too many bytes to take together: one table per follower
+            return None
+        dfa = self.grammar.dfas[t]
+        return self._groups.put((t, literal_followers), (
+            np.array(self.store.add_all(self.cache.cross(dfa, union, self.trie)), dtype=np.int64),
+            np.array(self.store.add_all(self.cache.deep(dfa, [union], self.trie)), dtype=np.int64)))
+
+    def _literal(self, t: int) -> tuple[bytes, ...] | None:
+        """The strings terminal ``t`` matches if its DFA is a chain of bytes (a literal, maybe accepting some of
+        its prefixes too), else ``None``."""
+        if t not in self._literals:
+            dfa = self.grammar.dfas[t]
+            expr = self.grammar.terminals[t].expr
+            chain = (expr.value, np.arange(len(expr.value) + 1)) if isinstance(expr, ir.Literal) else chain_literal(dfa)
+            if chain is None:
+                self._literals[t] = None
+            else:
+                lit, order = chain
+                accepting = np.asarray(dfa.accepting)[order]
+                self._literals[t] = tuple(lit[:i] for i in np.flatnonzero(accepting).tolist())
+        return self._literals[t]
 
     def _pair(self, t: int, t2: int) -> None:
         dfas = self.grammar.dfas

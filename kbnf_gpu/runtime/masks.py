@@ -139,9 +139,9 @@ class MaskBuilder:
             tables = self.tables
             refs = [int(tables.inside_refs(t)[q])]
             deep = []
-            for t2 in expected:
-                refs.append(int(tables.cross_refs(t, t2)[q]))
-                deep.append(int(tables.deep_refs(t, t2)[q]))
+            for cross_refs, deep_refs in tables.follower_tables(t, expected):
+                refs.append(int(cross_refs[q]))
+                deep.append(int(deep_refs[q]))
             hit = self._pair_refs_memo.put(key, (
                 tuple(sorted({r for r in refs if r >= 0})),
                 tuple(sorted({r for r in refs if r < -1})),
