@@ -240,3 +240,23 @@ def test_artifact_never_unpickles(tmp_path, tiny_vocab, monkeypatch):
     compiled.save(tmp_path / "g.kbnfgpu")
     loaded = load_compiled(tmp_path / "g.kbnfgpu", tiny_vocab)
     assert np.array_equal(Matcher(loaded).allowed_token_ids(), Matcher(compiled).allowed_token_ids())
+
+
+def wide_schemas(n: int) -> list[dict]:
+    """An object of ``n`` optional keys sharing prefixes, and a ``oneOf`` of ``n // 10`` objects (each its own
+    ``{`` terminal and first keys): the shapes whose first masks take their keys together."""
+    props = {f"field_{i}": {"type": "integer"} for i in range(n)}
+    branches = [{"type": "object", "required": [f"kind_{b}"],
+                 "properties": {f"kind_{b}": {"const": b}, **{f"b{b}_{i}": {"type": "string"} for i in range(9)}}}
+                for b in range(n // 10)]
+    return [{"type": "object", "properties": props, "additionalProperties": False}, {"oneOf": branches}]
+
+
+@pytest.mark.parametrize("which", [0, 1])
+def test_wide_schema_masks_match_reference_on_llama3(which, llama3_vocab):
+    """Real vocabulary, keys taken together (one table for a hundred keys): masks ≡ the reference walk."""
+    from kbnf_gpu import compile_grammar
+
+    compiled = compile_grammar(wide_schemas(120)[which], llama3_vocab, "json_schema")
+    assert walk_and_compare(compiled, random.Random(which), walks=2, steps=6) >= 6
+    assert len(compiled.tables._groups) > 0

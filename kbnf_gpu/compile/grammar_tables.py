@@ -149,6 +149,8 @@ class GrammarTables:
         self.cross: dict[tuple[int, int], np.ndarray] = dict(cross or {})
         self.deep: dict[tuple[int, int], np.ndarray] = dict(deep or {})
         self._literals: dict[int, tuple[bytes, ...] | None] = {}
+        self._same_dfa: dict[int, int] = {}  # terminal -> the first terminal seen with an equal DFA
+        self._by_fingerprint: dict[str, int] = {}
         self._groups: GenerationalCache = GenerationalCache(GROUP_TABLES)
 
     @property
@@ -187,6 +189,13 @@ class GrammarTables:
             self._pair(t, t2)
             refs = self.deep[(t, t2)]
         return refs
+
+    def same_dfa(self, t: int) -> int:
+        """A representative of the terminals whose DFA equals ``t``'s (tables depend on DFAs only)."""
+        rep = self._same_dfa.get(t)
+        if rep is None:
+            rep = self._same_dfa[t] = self._by_fingerprint.setdefault(self.grammar.dfas[t].fingerprint, t)
+        return rep
 
     def follower_tables(self, t: int, followers: tuple[int, ...]) -> list[tuple[np.ndarray, np.ndarray]]:
         """``(CROSS refs, DEEP refs)`` per state of ``t``, whose unions over the list are the unions over

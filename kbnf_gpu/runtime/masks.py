@@ -155,11 +155,20 @@ class MaskBuilder:
         sparse: set[int] = set()
         deep: set[int] = set()
         expected_after = self.parser.expected_after
+        same_dfa = self.tables.same_dfa
+        # pairs whose terminals have one DFA (the same punctuation in every branch of a large oneOf) and one state
+        # are taken together: the union of their followers gets its tables at once
+        followers: dict[tuple[int, int], set[int]] = {}
         for p, o, t, q in state.pairs:
             expected, touched = expected_after((p, o))
             if touched:
                 return _INEXACT
-            d, s, dp = self._pair_refs(t, q, expected)
+            found = followers.get((same_dfa(t), q))
+            if found is None:
+                found = followers[(same_dfa(t), q)] = set()
+            found.update(same_dfa(t2) for t2 in expected)
+        for (t, q), expected in followers.items():
+            d, s, dp = self._pair_refs(t, q, tuple(sorted(expected)))
             dense.update(d)
             sparse.update(s)
             deep.update(dp)
