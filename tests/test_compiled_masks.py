@@ -65,7 +65,8 @@ def small_grammars() -> list[ir.Grammar]:
     ]
 
 
-KEYS = (b"a", b"ab", b"b", b"ba", b"c", b'"a', b"1", b"-", b"ab-", b"\xc3\xa9", b"ca")
+KEYS = (b"a", b"ab", b"b", b"ba", b"c", b'"a', b"1", b"-", b"ab-", b"\xc3\xa9", b"ca",
+        b"cab", b"cb", b"cc", b"c1", b"c-", b'c"', b"c:a", b"c\xc3\xa9")  # eight after "c": one table mid-key too
 
 
 def many_literal_followers() -> ir.Grammar:
@@ -136,11 +137,13 @@ def test_tables_match_reference_on_random_vocabularies(vocab, which, eager, spar
 @settings(max_examples=25, deadline=None)
 @given(vocab=vocabularies(), seed=st.integers(0, 2**16))
 def test_literal_followers_taken_together_match_reference(vocab, seed):
-    """Keys after ``{`` and ``,`` get one table together: masks still equal the reference walk's, and the shared
-    table was used."""
+    """Keys after ``{`` and ``,`` get one table together (as followers of ``{``, and as scan pairs of what they
+    can still match): masks still equal the reference walk's, and both kinds of shared table were used."""
     compiled = compile_ir(many_literal_followers(), vocab, fuse=False)
     walk_and_compare(compiled, random.Random(seed), walks=4, steps=12)
-    assert len(compiled.tables._groups) > 0
+    groups = {**compiled.tables._groups._old, **compiled.tables._groups}
+    assert any(isinstance(key[0], int) for key in groups)  # (terminal, followers): CROSS/DEEP of '{' to the keys
+    assert any(isinstance(key[0], tuple) for key in groups)  # (rests, followers): the keys themselves
 
 
 @pytest.fixture(scope="module", params=["llama3", "gpt2", "mistral"])

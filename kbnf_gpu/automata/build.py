@@ -344,24 +344,23 @@ def literal_trie(values: Sequence[bytes], *, max_states: int = DEFAULT_MAX_STATE
 
 def _trie_table(values: Sequence[bytes], cap: int) -> tuple[np.ndarray, np.ndarray]:
     """``(int64 [n, 256] transitions, bool [n] accepting)`` of the trie of ``values`` (at most ``cap`` nodes)."""
-    children: list[dict[int, int]] = [{}]
+    node_of: dict[tuple[int, int], int] = {}  # (parent, byte) -> child
     final = [False]
     for value in values:
         node = 0
         for byte in value:
-            nxt = children[node].get(byte)
+            nxt = node_of.get((node, byte))
             if nxt is None:
-                if len(children) >= cap:
+                if len(final) >= cap:
                     raise DFATooLarge(f"the trie of {len(values)} literals exceeds {cap} states")
-                nxt = children[node][byte] = len(children)
-                children.append({})
+                nxt = node_of[(node, byte)] = len(final)
                 final.append(False)
             node = nxt
         final[node] = True
-    table = np.full((len(children), 256), -1, dtype=np.int64)
-    for node, edges in enumerate(children):
-        if edges:
-            table[node, list(edges)] = list(edges.values())
+    table = np.full((len(final), 256), -1, dtype=np.int64)
+    if node_of:
+        edges = np.array(list(node_of), dtype=np.int64)
+        table[edges[:, 0], edges[:, 1]] = np.fromiter(node_of.values(), dtype=np.int64, count=len(node_of))
     return table, np.array(final, dtype=bool)
 
 

@@ -20,6 +20,9 @@ language is their union (a token's rest stays alive in *some* follower iff it
 stays alive in the union's trimmed DFA; likewise for a whole lexeme). So one
 table of ``t`` against the minimized trie of the literals replaces one table
 per key (``follower_tables``): one vocabulary walk instead of thousands.
+Likewise many scan pairs of literal terminals with one follower set (the
+keys after ``{"``) allow what the trie of their remaining strings allows from
+its start (``rest_tables``).
 """
 from __future__ import annotations
 
@@ -29,11 +32,13 @@ import numpy as np
 
 from .. import ir
 from ..automata.build import literal_trie
+from ..automata.dfa import ByteDFA
 from ..errors import DFATooLarge
 from ..normalize import BnfGrammar
 from ..runtime.caches import GenerationalCache
 from .dfa_walk import chain_literal
 from .row_store import RowStore
+from .tables import prefix_set
 from .table_cache import TableCache
 from .token_trie import TokenTrie
 
@@ -131,6 +136,8 @@ class GrammarTables:
     fingerprints). ``build_all`` computes everything up front (artifacts).
     """
 
+    group_min = GROUP_MIN
+
     def __init__(
         self,
         grammar: BnfGrammar,
@@ -148,7 +155,7 @@ class GrammarTables:
         self.inside: dict[int, np.ndarray] = dict(inside or {})
         self.cross: dict[tuple[int, int], np.ndarray] = dict(cross or {})
         self.deep: dict[tuple[int, int], np.ndarray] = dict(deep or {})
-        self._literals: dict[int, tuple[bytes, ...] | None] = {}
+        self._literals: dict[int, tuple[bytes, dict[int, int], tuple[int, ...]] | None] = {}
         self._same_dfa: dict[int, int] = {}  # terminal -> the first terminal seen with an equal DFA
         self._by_fingerprint: dict[str, int] = {}
         self._groups: GenerationalCache = GenerationalCache(GROUP_TABLES)
@@ -201,40 +208,79 @@ class GrammarTables:
         """``(CROSS refs, DEEP refs)`` per state of ``t``, whose unions over the list are the unions over
         ``followers``: one entry per follower, except that literal followers without pair tables yet, when there
         are ``GROUP_MIN`` or more, share one entry (the tables of their union)."""
-        missing = tuple(sorted(t2 for t2 in followers if (t, t2) not in self.cross and self._literal(t2) is not None))
-        group = None
-        if len(missing) >= GROUP_MIN:
-            group = self._groups[(t, missing)]
-            if group is None:
-                group = self._group(t, missing)
-        if group is None:
+        missing = tuple(sorted(t2 for t2 in followers if (t, t2) not in self.cross and self._chain(t2) is not None))
+        union = self._union_of(missing) if len(missing) >= GROUP_MIN else None
+        if union is None:
             return [(self.cross_refs(t, t2), self.deep_refs(t, t2)) for t2 in followers]
+        group = self._groups[(t, missing)]
+        if group is None:
+            dfa = self.grammar.dfas[t]
+            group = self._groups.put((t, missing), (
+                np.array(self.store.add_all(self.cache.cross(dfa, union, self.trie)), dtype=np.int64),
+                np.array(self.store.add_all(self.cache.deep(dfa, [union], self.trie)), dtype=np.int64)))
         grouped = set(missing)
         return [group] + [(self.cross_refs(t, t2), self.deep_refs(t, t2)) for t2 in followers if t2 not in grouped]
 
-    def _group(self, t: int, literal_followers: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray] | None:
-        try:
-            union = literal_trie(sorted({v for t2 in literal_followers for v in self._literal(t2)}))
-        except DFATooLarge:  # too many bytes to take together: one table per follower
+    def literal_rest(self, t: int, q: int) -> tuple[bytes, ...] | None:
+        """The non-empty strings that complete literal terminal ``t`` from its state ``q`` (``None``: ``t`` is
+        not a literal)."""
+        chain = self._chain(t)
+        if chain is None:
             return None
-        dfa = self.grammar.dfas[t]
-        return self._groups.put((t, literal_followers), (
-            np.array(self.store.add_all(self.cache.cross(dfa, union, self.trie)), dtype=np.int64),
-            np.array(self.store.add_all(self.cache.deep(dfa, [union], self.trie)), dtype=np.int64)))
+        lit, position, accept_at = chain
+        at = position[q]
+        return tuple(lit[at:i] for i in accept_at if i > at)
 
-    def _literal(self, t: int) -> tuple[bytes, ...] | None:
-        """The strings terminal ``t`` matches if its DFA is a chain of bytes (a literal, maybe accepting some of
-        its prefixes too), else ``None``."""
+    def rest_tables(self, rests: tuple[bytes, ...], followers: tuple[int, ...]) -> tuple[list[int], list[int]] | None:
+        """Scan pairs of literal terminals taken together (a thousand keys after ``{"``): ``(INSIDE and CROSS
+        refs, DEEP refs)`` from the start of the trie of what they can still match, ``rests`` (sorted), followed
+        by ``followers``. The union over the pairs of their tables, when all have those followers; ``None``
+        if the trie is too large."""
+        key = (rests, followers)
+        hit = self._groups[key]
+        if hit is None:
+            try:
+                start = literal_trie(rests)
+            except DFATooLarge:
+                return None
+            literal = tuple(sorted(t2 for t2 in followers if self._chain(t2) is not None))
+            union = self._union_of(literal) if len(literal) >= GROUP_MIN else None
+            targets = [self.grammar.dfas[t2] for t2 in followers if union is None or t2 not in literal]
+            targets += [union] if union is not None else []
+            cache, trie = self.cache, self.trie
+            refs = [self.store.add(prefix_set(rests, trie, cache.sparse_limit))]
+            refs += [self.store.add(cache.cross(start, b, trie)[0]) for b in targets]
+            deep = [self.store.add(cache.deep(start, [b], trie)[0]) for b in targets]
+            hit = self._groups.put(key, (refs, deep))
+        return hit
+
+    def _union_of(self, literal_terminals: tuple[int, ...]) -> ByteDFA | None:
+        """The trie of every string the literal terminals match (``None`` if too large)."""
+        try:
+            return literal_trie(sorted({lit[:i] for t in literal_terminals
+                                        for lit, _, accept_at in [self._chain(t)] for i in accept_at}))
+        except DFATooLarge:
+            return None
+
+    def _chain(self, t: int) -> tuple[bytes, dict[int, int], tuple[int, ...]] | None:
+        """``(literal, position of each DFA state, accepting positions)`` if terminal ``t``'s DFA is a chain of
+        bytes (a literal, maybe accepting some of its prefixes too), else ``None``."""
         if t not in self._literals:
             dfa = self.grammar.dfas[t]
             expr = self.grammar.terminals[t].expr
-            chain = (expr.value, np.arange(len(expr.value) + 1)) if isinstance(expr, ir.Literal) else chain_literal(dfa)
+            chain = None
+            if isinstance(expr, ir.Literal) and dfa.n_states == len(expr.value) + 1:
+                order = np.arange(dfa.n_states)
+                if not expr.value or (dfa.transitions[order[:-1], np.frombuffer(expr.value, np.uint8)] == order[1:]).all():
+                    chain = (expr.value, order)
+            if chain is None:
+                chain = chain_literal(dfa)
             if chain is None:
                 self._literals[t] = None
             else:
                 lit, order = chain
-                accepting = np.asarray(dfa.accepting)[order]
-                self._literals[t] = tuple(lit[:i] for i in np.flatnonzero(accepting).tolist())
+                accept_at = tuple(np.flatnonzero(np.asarray(dfa.accepting)[order]).tolist())
+                self._literals[t] = (lit, {int(q): i for i, q in enumerate(order.tolist())}, accept_at)
         return self._literals[t]
 
     def _pair(self, t: int, t2: int) -> None:

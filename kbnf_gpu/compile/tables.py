@@ -60,6 +60,20 @@ def inside_of_walk(
     return tuple(sets)
 
 
+def prefix_set(
+    strings: Sequence[bytes], vocab: VocabularyLike | TokenTrie, sparse_limit: int = DEFAULT_SPARSE_LIMIT
+) -> TokenSet:
+    """Tokens that are a prefix of one of ``strings``: ``INSIDE`` of their trie at its start, read off the token
+    trie along each string (no walk from the other states)."""
+    trie = as_trie(vocab)
+    nodes = trie.path_nodes(list(strings))
+    nodes = np.unique(nodes[nodes >= 0])
+    nodes = nodes[trie.node_nterm[nodes] > 0]
+    _, rows = expand_ranges(trie.node_lo[nodes], trie.node_nterm[nodes])
+    tokens = trie.row_ids[rows]
+    return sets_from_pairs(np.zeros(tokens.shape[0], dtype=np.int64), tokens, 1, trie.vocab_size, sparse_limit)[0]
+
+
 def sets_from_bitsets(
     bits: np.ndarray, vocab_size: int, sparse_limit: int = DEFAULT_SPARSE_LIMIT
 ) -> tuple[TokenSet, ...]:

@@ -154,6 +154,7 @@ class EarleyParser:
                 after[sym].append(p)
         self.waiting_anywhere = [tuple(after[n]) for n in range(len(grammar.nonterminals))]
         self._predictions: list[_Prediction | None] = [None] * len(grammar.nonterminals)
+        self._first: dict[int, tuple[int, ...]] = {}  # symbol -> terminals that can start it (bounded by the grammar)
         self.nullable = grammar.nullable
         self.transitions = [d.transitions for d in grammar.dfas]
         self.accepting = [d.accepting.tolist() for d in grammar.dfas]
@@ -551,9 +552,22 @@ class EarleyParser:
         whether that reached ``TOP``."""
         hit = self._expect_memo[item]
         if hit is None:
-            _, scan_pairs, _, touched, _ = self._build_set(((item[0] + 1, item[1]),))
-            hit = self._expect_memo.put(item, (tuple(sorted({t for _, _, t, _ in scan_pairs})), touched))
+            sym = self.pos_sym[item[0] + 1]
+            if sym is not None and (sym >= 0 and sym not in self.nullable or sym < 0 and not self.term_nullable[~sym]):
+                # nothing after it can complete here: what comes next is context-free
+                hit = self._expect_memo.put(item, (self._first_terminals(sym), False))
+            else:
+                _, scan_pairs, _, touched, _ = self._build_set(((item[0] + 1, item[1]),))
+                hit = self._expect_memo.put(item, (tuple(sorted({t for _, _, t, _ in scan_pairs})), touched))
         return hit
+
+    def _first_terminals(self, sym: int) -> tuple[int, ...]:
+        """The terminals that can start a non-nullable symbol (as ``expected_after`` reports them)."""
+        found = self._first.get(sym)
+        if found is None:
+            scans = ((~sym,),) if sym < 0 else ((t,) for _, _, t in self._predicted(sym).scans)
+            found = self._first[sym] = tuple(sorted({t for (t,) in scans if self.has_exit[t][0]}))
+        return found
 
     # ------------------------------------------------------------ truncation
 

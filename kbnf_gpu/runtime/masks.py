@@ -60,6 +60,12 @@ class Mask:
         self.row_keys: tuple[bytes, ...] | None = None  # content digests of ``rows`` (device pool addresses)
 
 
+def _split_refs(refs: list[int], deep: list[int]) -> tuple[tuple, tuple, tuple]:
+    """Row references -> (dense rows, non-empty sparse lists, non-empty DEEP candidate lists), sorted."""
+    return (tuple(sorted({r for r in refs if r >= 0})), tuple(sorted({r for r in refs if r < -1})),
+            tuple(sorted({r for r in deep if r != -1})))
+
+
 @lru_cache(maxsize=8)
 def byte_order(vocab: "Vocabulary") -> np.ndarray:
     """``rank[id]``: each token's position in byte order (candidates sorted by it share prefix walks)."""
@@ -133,6 +139,7 @@ class MaskBuilder:
         return alive
 
     def _pair_refs(self, t: int, q: int, expected: tuple[int, ...]) -> tuple[tuple, tuple, tuple]:
+        """(dense rows, sparse lists, DEEP candidate lists) of one scan pair followed by ``expected``."""
         key = (t, q, expected)
         hit = self._pair_refs_memo[key]
         if hit is None:
@@ -142,11 +149,18 @@ class MaskBuilder:
             for cross_refs, deep_refs in tables.follower_tables(t, expected):
                 refs.append(int(cross_refs[q]))
                 deep.append(int(deep_refs[q]))
-            hit = self._pair_refs_memo.put(key, (
-                tuple(sorted({r for r in refs if r >= 0})),
-                tuple(sorted({r for r in refs if r < -1})),
-                tuple(sorted({r for r in deep if r != -1})),
-            ))
+            hit = self._pair_refs_memo.put(key, _split_refs(refs, deep))
+        return hit
+
+    def _rest_refs(self, rests: tuple[bytes, ...], expected: tuple[int, ...]) -> tuple[tuple, tuple, tuple] | None:
+        """``_pair_refs`` of many literal scan pairs with the same followers, at once (``None``: not possible)."""
+        key = (rests, expected)
+        hit = self._pair_refs_memo[key]
+        if hit is None:
+            found = self.tables.rest_tables(rests, expected)
+            if found is None:
+                return None
+            hit = self._pair_refs_memo.put(key, _split_refs(*found))
         return hit
 
     def _partial(self, state: ParserState):
@@ -167,8 +181,25 @@ class MaskBuilder:
             if found is None:
                 found = followers[(same_dfa(t), q)] = set()
             found.update(same_dfa(t2) for t2 in expected)
+        refs = []
+        # many literal scan pairs with one follower set (the keys after '{"'): one table of what they can still match
+        literal_rest, group_min = self.tables.literal_rest, self.tables.group_min
+        by_followers: dict[tuple[int, ...], list[tuple[int, int, tuple[bytes, ...]]]] = {}
         for (t, q), expected in followers.items():
-            d, s, dp = self._pair_refs(t, q, tuple(sorted(expected)))
+            rest = literal_rest(t, q) if len(followers) >= group_min else None
+            if rest is None:
+                refs.append(self._pair_refs(t, q, tuple(sorted(expected))))
+            else:
+                by_followers.setdefault(tuple(sorted(expected)), []).append((t, q, rest))
+        for expected, pairs in by_followers.items():
+            group = None
+            if len(pairs) >= group_min:
+                group = self._rest_refs(tuple(sorted({r for _, _, rest in pairs for r in rest})), expected)
+            if group is not None:
+                refs.append(group)
+            else:
+                refs.extend(self._pair_refs(t, q, expected) for t, q, _ in pairs)
+        for d, s, dp in refs:
             dense.update(d)
             sparse.update(s)
             deep.update(dp)
