@@ -11,6 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from kbnf_gpu.automata.build import literal_trie
 from kbnf_gpu.compile import dfa_walk
 from kbnf_gpu.compile.row_store import EMPTY_REF, RowStore
 from kbnf_gpu.compile.table_cache import TableCache, decode_table, encode_table
@@ -21,6 +22,9 @@ from kbnf_gpu.compile.tables import (
     inside_of_walk,
     inside_sets,
     lexeme_splits,
+    prefix_set,
+    rest_cross_set,
+    rest_deep_set,
 )
 from kbnf_gpu.compile.token_sets import TokenSet, words_for
 from kbnf_gpu.compile.token_trie import TokenTrie
@@ -216,6 +220,20 @@ def test_deep_matches_definition(a, bs, tokens):
     sets = deep_sets(a, [lexeme_splits(b, vocab) for b in bs], vocab, sparse_limit=3)
     for q, s in enumerate(sets):
         assert ids(s) == brute_deep(a, bs, tokens, q)
+
+
+@FAST
+@given(st.lists(token_bytes, min_size=1, max_size=12), dfas(), vocabs)
+def test_tables_at_the_start_of_a_literal_trie_match_definition(strings, b, tokens):
+    """``prefix_set``/``rest_cross_set``/``rest_deep_set`` (read off the token trie along the strings) equal
+    INSIDE/CROSS/DEEP of the strings' trie DFA at its start state, by the definitions."""
+    vocab = vocab_of(tokens)
+    strings = sorted(set(strings))
+    trie_dfa = literal_trie(strings)
+    assert ids(prefix_set(strings, vocab, sparse_limit=3)) == brute_inside(trie_dfa, tokens, 0)
+    assert ids(rest_cross_set(strings, b, vocab, sparse_limit=3)) == brute_cross(trie_dfa, b, tokens, 0)
+    assert ids(rest_deep_set(strings, [lexeme_splits(b, vocab)], vocab, sparse_limit=3)) == \
+        brute_deep(trie_dfa, [b], tokens, 0)
 
 
 @st.composite

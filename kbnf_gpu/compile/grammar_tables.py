@@ -38,7 +38,7 @@ from ..normalize import BnfGrammar
 from ..runtime.caches import GenerationalCache
 from .dfa_walk import chain_literal
 from .row_store import RowStore
-from .tables import prefix_set
+from .tables import prefix_set, rest_cross_set, rest_deep_set
 from .table_cache import TableCache
 from .token_trie import TokenTrie
 
@@ -231,26 +231,21 @@ class GrammarTables:
         at = position[q]
         return tuple(lit[at:i] for i in accept_at if i > at)
 
-    def rest_tables(self, rests: tuple[bytes, ...], followers: tuple[int, ...]) -> tuple[list[int], list[int]] | None:
+    def rest_tables(self, rests: tuple[bytes, ...], followers: tuple[int, ...]) -> tuple[list[int], list[int]]:
         """Scan pairs of literal terminals taken together (a thousand keys after ``{"``): ``(INSIDE and CROSS
         refs, DEEP refs)`` from the start of the trie of what they can still match, ``rests`` (sorted), followed
-        by ``followers``. The union over the pairs of their tables, when all have those followers; ``None``
-        if the trie is too large."""
+        by ``followers``: the union over the pairs of their tables, when all have those followers."""
         key = (rests, followers)
         hit = self._groups[key]
         if hit is None:
-            try:
-                start = literal_trie(rests)
-            except DFATooLarge:
-                return None
             literal = tuple(sorted(t2 for t2 in followers if self._chain(t2) is not None))
             union = self._union_of(literal) if len(literal) >= GROUP_MIN else None
             targets = [self.grammar.dfas[t2] for t2 in followers if union is None or t2 not in literal]
             targets += [union] if union is not None else []
-            cache, trie = self.cache, self.trie
-            refs = [self.store.add(prefix_set(rests, trie, cache.sparse_limit))]
-            refs += [self.store.add(cache.cross(start, b, trie)[0]) for b in targets]
-            deep = [self.store.add(cache.deep(start, [b], trie)[0]) for b in targets]
+            cache, trie, limit = self.cache, self.trie, self.cache.sparse_limit
+            refs = [self.store.add(prefix_set(rests, trie, limit))]
+            refs += [self.store.add(rest_cross_set(rests, b, trie, limit)) for b in targets]
+            deep = [self.store.add(rest_deep_set(rests, [cache.splits(b, trie)], trie, limit)) for b in targets]
             hit = self._groups.put(key, (refs, deep))
         return hit
 

@@ -74,6 +74,50 @@ def prefix_set(
     return sets_from_pairs(np.zeros(tokens.shape[0], dtype=np.int64), tokens, 1, trie.vocab_size, sparse_limit)[0]
 
 
+def _completions(strings: Sequence[bytes], trie: TokenTrie, min_rest: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(row, k)`` of every token that starts with one of ``strings`` (``k`` its length) and has at least
+    ``min_rest`` bytes after it."""
+    strings = list(strings)
+    nodes = trie.path_nodes(strings)
+    lengths = np.array([len(x) for x in strings], dtype=np.int64)
+    fits = np.flatnonzero((lengths >= 1) & (lengths <= nodes.shape[1]))
+    ends = nodes[fits, lengths[fits] - 1]
+    fits, ends = fits[ends >= 0], ends[ends >= 0].astype(np.int64)
+    nterm = trie.node_nterm[ends]
+    owner, rows = expand_ranges(trie.node_lo[ends] + nterm, trie.node_size[ends] - nterm)
+    k = lengths[fits][owner]
+    if min_rest > 1:
+        ok = trie.row_len[rows] >= k + min_rest
+        rows, k = rows[ok], k[ok]
+    return rows, k
+
+
+def rest_cross_set(
+    strings: Sequence[bytes], dfa_b: DFALike, vocab: VocabularyLike | TokenTrie,
+    sparse_limit: int = DEFAULT_SPARSE_LIMIT,
+) -> TokenSet:
+    """``CROSS[a, b]`` at the start of ``a``, the trie of ``strings``: tokens that complete one of them and
+    continue (non-empty) inside ``b``."""
+    trie = as_trie(vocab)
+    rows, k = _completions(strings, trie, 1)
+    tokens = trie.row_ids[rows[suffixes_alive(trie, dfa_b, rows, k)]]
+    return sets_from_pairs(np.zeros(tokens.shape[0], dtype=np.int64), tokens, 1, trie.vocab_size, sparse_limit)[0]
+
+
+def rest_deep_set(
+    strings: Sequence[bytes], splits: Sequence["LexemeSplits"], vocab: VocabularyLike | TokenTrie,
+    sparse_limit: int = DEFAULT_SPARSE_LIMIT,
+) -> TokenSet:
+    """``DEEP[a; B]`` at the start of ``a``, the trie of ``strings``, B given by its splits."""
+    trie = as_trie(vocab)
+    rows, k = _completions(strings, trie, 2)
+    has_lexeme = np.zeros(trie.flat.shape[0], dtype=bool)
+    for split in splits:
+        has_lexeme[split.flat_positions(trie)] = True
+    tokens = trie.row_ids[rows[has_lexeme[trie.row_start[rows] + k]]]
+    return sets_from_pairs(np.zeros(tokens.shape[0], dtype=np.int64), tokens, 1, trie.vocab_size, sparse_limit)[0]
+
+
 def sets_from_bitsets(
     bits: np.ndarray, vocab_size: int, sparse_limit: int = DEFAULT_SPARSE_LIMIT
 ) -> tuple[TokenSet, ...]:

@@ -152,15 +152,12 @@ class MaskBuilder:
             hit = self._pair_refs_memo.put(key, _split_refs(refs, deep))
         return hit
 
-    def _rest_refs(self, rests: tuple[bytes, ...], expected: tuple[int, ...]) -> tuple[tuple, tuple, tuple] | None:
-        """``_pair_refs`` of many literal scan pairs with the same followers, at once (``None``: not possible)."""
+    def _rest_refs(self, rests: tuple[bytes, ...], expected: tuple[int, ...]) -> tuple[tuple, tuple, tuple]:
+        """``_pair_refs`` of many literal scan pairs with the same followers, at once."""
         key = (rests, expected)
         hit = self._pair_refs_memo[key]
         if hit is None:
-            found = self.tables.rest_tables(rests, expected)
-            if found is None:
-                return None
-            hit = self._pair_refs_memo.put(key, _split_refs(*found))
+            hit = self._pair_refs_memo.put(key, _split_refs(*self.tables.rest_tables(rests, expected)))
         return hit
 
     def _partial(self, state: ParserState):
@@ -192,11 +189,8 @@ class MaskBuilder:
             else:
                 by_followers.setdefault(tuple(sorted(expected)), []).append((t, q, rest))
         for expected, pairs in by_followers.items():
-            group = None
             if len(pairs) >= group_min:
-                group = self._rest_refs(tuple(sorted({r for _, _, rest in pairs for r in rest})), expected)
-            if group is not None:
-                refs.append(group)
+                refs.append(self._rest_refs(tuple(sorted({r for _, _, rest in pairs for r in rest})), expected))
             else:
                 refs.extend(self._pair_refs(t, q, expected) for t, q, _ in pairs)
         for d, s, dp in refs:
