@@ -175,10 +175,29 @@ ELEMENTS = [1, "a", None]
 MAX_CONTAINS_VALUES: list[Any] = [None, "s", 5] + [list(t) for n in range(5) for t in itertools.product(ELEMENTS, repeat=n)]
 
 
-@pytest.mark.parametrize("schema", CONTAINS + MAX_CONTAINS,
-                         ids=[f"contains{i}" for i in range(len(CONTAINS))] + [f"max{i}" for i in range(len(MAX_CONTAINS))])
+# with the length bounds, prefixItems and several contains: every array of up to 4 elements
+COUNTED_CONTAINS = [
+    {"contains": {"type": "string"}, "minItems": 2},
+    {"contains": {"type": "string"}, "minContains": 2, "maxItems": 3},
+    {"contains": {"type": "null"}, "maxContains": 1, "minItems": 1, "maxItems": 3},
+    {"prefixItems": [{"type": "integer"}], "contains": {"type": "integer"}, "minContains": 2},
+    {"prefixItems": [{"type": "string"}, {"type": "null"}], "items": {"type": "integer"}, "contains": {"type": "string"},
+     "maxContains": 1},
+    {"prefixItems": [{}, {}, {}], "items": False, "contains": {"type": "null"}},
+    {"allOf": [{"contains": {"type": "string"}}, {"contains": {"type": "null"}, "maxContains": 1}]},
+    {"allOf": [{"contains": {"type": "string"}, "minContains": 2}, {"contains": {"type": "null"}}], "maxItems": 3},
+    {"contains": {"const": "a"}, "minContains": 0, "maxContains": 1, "minItems": 3},
+    {"contains": {"type": "string"}, "minItems": 3, "maxItems": 2},
+]
+
+
+ALL_CONTAINS = CONTAINS + MAX_CONTAINS + COUNTED_CONTAINS
+
+
+@pytest.mark.parametrize("schema", ALL_CONTAINS, ids=[f"contains{i}" for i in range(len(ALL_CONTAINS))])
 def test_contains_exact(schema: dict) -> None:
-    """With ``maxContains`` the elements are split into X∧C and X∧¬C; every array of up to 4 elements."""
+    """An automaton over the elements: position × count per ``contains`` (X∧C counted; with ``maxContains``
+    the others are X∧¬C); every array of up to 4 elements."""
     validator = jsonschema.Draft202012Validator(schema)
     parser = EarleyParser(normalize(parse_json_schema(schema)))
     for v in CONTAINS_VALUES + MAX_CONTAINS_VALUES:
@@ -187,8 +206,8 @@ def test_contains_exact(schema: dict) -> None:
 
 
 def test_contains_unsupported_forms() -> None:
-    for schema in ({"contains": {"minLength": 2, "type": "string"}, "maxContains": 2}, {"contains": {}, "minItems": 2},
-                   {"prefixItems": [{}], "contains": {}}):
+    for schema in ({"contains": {"minLength": 2, "type": "string"}, "maxContains": 2},
+                   {"contains": {"type": "string"}, "minContains": 5, "minItems": 2000}):
         with pytest.raises(ValueError) as info:
             parse_json_schema(schema)
         assert info.value.pointer == "/contains", str(info.value)
@@ -206,6 +225,9 @@ IFS = [
     {"if": True, "then": {"type": "null"}},
     {"if": False, "then": {"type": "null"}, "else": {"type": "boolean"}},
     {"then": {"type": "null"}},
+    # an 'if' no negation can write: without 'then' it is 'if' or 'else', without both nothing
+    {"if": {"type": "object", "minProperties": 2}, "else": {"type": "string", "maxLength": 1}},
+    {"if": {"type": "object", "minProperties": 2}},
 ]
 
 

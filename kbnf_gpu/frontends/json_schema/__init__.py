@@ -58,9 +58,12 @@ property order described below):
 * ``if``/``then``/``else`` where the ``if`` can be negated (one negatable
   keyword as for ``not``, or ``properties`` of one name whose schema is one,
   optionally ``required``: the discriminator pattern): two disjoint branches;
+  any ``if`` without ``then`` (``if`` or ``else``);
 * ``contains`` with ``minContains``, and ``maxContains`` where the
-  ``contains`` schema can be negated (as for ``not``), on arrays without
-  ``prefixItems``/``minItems``/``maxItems``;
+  ``contains`` schema can be negated (as for ``not``), with ``prefixItems``,
+  ``minItems``/``maxItems`` and up to 4 ``contains`` on one array (an
+  automaton over the elements: position × count per ``contains``, at most
+  4,096 states);
 * ``unevaluatedProperties: false`` (members evaluated by the subschema, its
   ``$ref``s and ``allOf``s; members only an ``anyOf``/``oneOf`` branch
   evaluates are refused: sound, not complete there).
@@ -70,8 +73,9 @@ Approximate, but sound (every accepted text is valid):
 * strings with ``pattern``/``format`` accept any JSON escaping; the regex is
   applied to the decoded string with ``re.search`` semantics (see
   ``_pattern``: ``\\d`` ASCII, ``$`` only at the very end, ``.`` excluding all
-  line terminators; lookaheads exact at the pattern's top level; nested
-  lookaheads, lookbehinds, backreferences and ``\\b`` are refused);
+  line terminators; lookaheads and lookbehinds exact anywhere, except a
+  lookahead or ``$`` inside a lookbehind; backreferences and ``\\b`` are
+  refused);
 * ``format``: see ``formats`` (e.g. the 253-character hostname limit is not
   enforced); OpenAPI's ``int8``...``int64``/``uint8``...``uint64`` bound
   integers and ``byte`` is base64 (``jsonschema`` checks neither);

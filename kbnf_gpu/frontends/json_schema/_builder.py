@@ -6,6 +6,7 @@ so deep and recursive schemas are fine; a recursive ``$ref`` becomes an
 """
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from collections import deque
@@ -40,6 +41,8 @@ MAX_ENUMERATED_MULTIPLES = 256
 MAX_MODULUS_STATES = 12  # multipleOf k (not dividing a power of ten) as an automaton: k up to this
 MAX_MODULUS_RULES = 1000  # beyond, multipleOf k is one rule per residue (on half-lines)
 SMALL_COUNT = 32
+MAX_CONTAINS = 4  # 'contains' on one array: each element is one of 2**n variants
+MAX_CONTAINS_STATES = 4096  # positions × counts of an array with 'contains'
 MAX_EXCLUDED_KEY = 128  # code points of the longest declared name that additional keys are kept apart from  # counted repetitions up to this are left to ``normalize`` to unroll
 
 ANY_CHAR = cc(cs.ANY)
@@ -446,7 +449,7 @@ class Builder:
             return tuple(out)
 
         if m.contains:
-            return self._containing(m, depth, atoms_at(None))
+            return self._containing(m, depth, atoms_at)
         lo, hi = m.min_items, m.max_items
         if hi is not None and hi - lo > MAX_COUNT_RANGE:
             self.doc.problem(f"maxItems {hi} is too large to enforce exactly (more than {MAX_COUNT_RANGE} above minItems)",
@@ -507,58 +510,119 @@ class Builder:
         )
         return ir.Choice((empty, body)) if lo == 0 else body
 
-    def _containing(self, m: Merged, depth: int, each: tuple[Atom, ...]) -> Optional[ir.Expr]:
-        """An array with ``contains``: elements of ``items`` (X), from ``minContains`` k to ``maxContains``
-        of which match ``contains`` (C). Without a maximum: ``[ (X ,)* XC ((, X)* , XC){k-1} (, X)* ]``;
-        with one, elements are either X∧C or X∧¬C (the negation as ``not`` takes it) and the X∧C ones
-        are counted. Only without ``prefixItems``/``minItems``/``maxItems`` and with one ``contains``."""
-        at, k, high = m.contains[0]
-        if len(m.contains) > 1 or any(a.prefix for a in m.arrays) or m.min_items or m.max_items is not None:
-            self.doc.problem("'contains' together with prefixItems, minItems, maxItems or another 'contains' "
-                             "is unsupported", at)
-        if max(k, high or 0) > SMALL_COUNT:
-            self.doc.problem(f"'minContains'/'maxContains' over {SMALL_COUNT} are unsupported", at)
-            k, high = min(k, 1), None
+    def _containing(self, m: Merged, depth: int, atoms_at) -> Optional[ir.Expr]:
+        """An array with ``contains``: an automaton over the elements, its state the position (up to
+        where ``prefixItems``, ``minItems`` and ``maxItems`` stop telling positions apart) and, per
+        ``contains`` C, how many elements matched it (up to ``minContains``, or exactly up to
+        ``maxContains``). Each element is written as ``items`` (X) and, per C, either X∧C (counted) or,
+        without a maximum, anything (it may match C or not: "at least" needs no more), with one, X∧¬C
+        (the negation as ``not`` takes it). A rule per live state."""
+        counters: list[tuple[str, int, Optional[int], Optional[str]]] = []  # (pointer, min, max, ¬C pointer)
+        for at, k, high in m.contains:
+            if max(k, high or 0) > SMALL_COUNT:
+                self.doc.problem(f"'minContains'/'maxContains' over {SMALL_COUNT} are unsupported", at)
+                k, high = min(k, 1), None
+            neg_at = None
+            if high is not None:
+                if high < k:
+                    return None
+                neg = negation(self.doc.resolve(at))
+                if neg is None:
+                    self.doc.problem("'maxContains' is supported only when 'contains' can be negated (as for 'not')", at)
+                    high = None
+                else:
+                    neg_at = self.doc.synthetic(neg)
+            if k > 0 or high is not None:
+                counters.append((at, k, high, neg_at))
+        if len(counters) > MAX_CONTAINS:
+            self.doc.problem(f"more than {MAX_CONTAINS} 'contains' on one array are unsupported", counters[-1][0])
+            del counters[MAX_CONTAINS:]
+        K = max((len(a.prefix) for a in m.arrays), default=0)
+        lo, hi = m.min_items, m.max_items
+        count_states = 1
+        for _, k, high, _ in counters:
+            count_states *= (k if high is None else high) + 1
+        if max(K, lo, 1 if hi is None else hi) * count_states > MAX_CONTAINS_STATES:
+            self.doc.problem(f"'contains' with these item counts needs more than {MAX_CONTAINS_STATES} states",
+                             counters[0][0] if counters else m.where)
+            lo, hi = 0, None  # keep the counting, drop the bounds on the length
+        if hi is not None and hi < lo:
+            return None
+        last = hi if hi is not None else max(K, lo, 1)  # positions from here on are alike (or there are none)
+        d = self.child_depth(depth)
+        variants_memo: dict[int, list[tuple[str, tuple[int, ...]]]] = {}
+
+        def variants(i: int) -> list[tuple[str, tuple[int, ...]]]:
+            """(value rule, counted per C) for an element at position ``i``."""
+            key = min(i, K)
+            if key not in variants_memo:
+                out = []
+                for picks in itertools.product((True, False), repeat=len(counters)):
+                    atoms = list(atoms_at(i if i < K else None))
+                    for (at, _, _, neg_at), counted in zip(counters, picks):
+                        if counted:
+                            atoms.append((at, frozenset()))
+                        elif neg_at is not None:
+                            atoms.append((neg_at, frozenset()))
+                    r = self.value_rule(tuple(atoms), d)
+                    if r is not None:
+                        out.append((r, tuple(int(p) for p in picks)))
+                variants_memo[key] = out
+            return variants_memo[key]
+
+        def step(state: tuple[int, tuple[int, ...]], picks: tuple[int, ...]):
+            i, counts = state
+            nxt = []
+            for (_, k, high, _), c, p in zip(counters, counts, picks):
+                c += p
+                if high is None:
+                    c = min(c, k)
+                elif c > high:
+                    return None
+                nxt.append(c)
+            return (min(i + 1, last) if hi is None else i + 1, tuple(nxt))
+
+        def accepting(state: tuple[int, tuple[int, ...]]) -> bool:
+            i, counts = state
+            return i >= lo and all(c >= k for (_, k, _, _), c in zip(counters, counts))
+
+        start = (0, (0,) * len(counters))
+        edges: dict[tuple, list[tuple[str, tuple]]] = {}
+        order = [start]
+        seen = {start}
+        while len(order) > len(edges):
+            state = order[len(edges)]
+            out = edges[state] = []
+            if hi is None or state[0] < hi:
+                for r, picks in variants(state[0]):
+                    nxt = step(state, picks)
+                    if nxt is not None:
+                        out.append((r, nxt))
+                        if nxt not in seen:
+                            seen.add(nxt)
+                            order.append(nxt)
+        live = {s for s in order if accepting(s)}
+        changed = True
+        while changed:
+            changed = False
+            for s in order:
+                if s not in live and any(t in live for _, t in edges[s]):
+                    live.add(s)
+                    changed = True
+        if start not in live:
+            return None
         L = self.layout
         comma = L.punct(",", depth)
-        d = self.child_depth(depth)
-        xc = self.value_rule(each + ((at, frozenset()),), d)
-        if high is not None:
-            neg = negation(self.doc.resolve(at))
-            if neg is None:
-                self.doc.problem("'maxContains' is supported only when 'contains' can be negated (as for 'not')", at)
-                high = None
-            elif high < k:
-                return None
-        if high is None:
-            if k == 0:
-                return None  # unreachable: merge keeps only constraining contains
-            x = self.value_rule(each, d)
-            if xc is None:
-                return None
-            others = ir.Repetition(ir.Sequence((comma, ir.Ref(x))), 0, None) if x is not None else ir.EMPTY
-            parts: list[ir.Expr] = [L.punct("[", depth)]
-            if x is not None:
-                parts.append(ir.Repetition(ir.Sequence((ir.Ref(x), comma)), 0, None))
-            parts.append(ir.Ref(xc))
-            for _ in range(k - 1):
-                parts += [others, comma, ir.Ref(xc)]
-            parts += [others, L.punct("]", depth)]
-            return ir.Sequence(tuple(parts))
-        n = self.value_rule(each + ((self.doc.synthetic(neg), frozenset()),), d)
-        others = ir.Repetition(ir.Sequence((comma, ir.Ref(n))), 0, None) if n is not None else ir.EMPTY
-        options: list[ir.Expr] = [L.punct("[]", depth)] if k == 0 else []
-        if xc is not None:
-            block = ir.Sequence((comma, ir.Ref(xc), others))
-            if n is not None:
-                options.append(ir.Sequence((L.punct("[", depth), ir.Ref(n), others, ir.Repetition(block, k, high),
-                                            L.punct("]", depth))))
-            if high >= 1:
-                options.append(ir.Sequence((L.punct("[", depth), ir.Ref(xc), others,
-                                            ir.Repetition(block, max(k - 1, 0), high - 1), L.punct("]", depth))))
-        elif n is not None and k == 0:
-            options.append(ir.Sequence((L.punct("[", depth), ir.Ref(n), others, L.punct("]", depth))))
-        return ir.Choice(tuple(options)) if options else None
+        base = _rule_base(self.doc.show(m.where)) if m.atoms else "any"
+        names = {s: self.fresh(f"{base}_contains") for s in order if s != start and s in live}
+        for s, nm in names.items():
+            alts: list[ir.Expr] = [ir.EMPTY] if accepting(s) else []
+            alts += [ir.Sequence((comma, ir.Ref(r), ir.Ref(names[t]))) for r, t in edges[s] if t in live]
+            self.add_rule(nm, alts)
+        options: list[ir.Expr] = [L.punct("[]", depth)] if accepting(start) else []
+        options += [ir.Sequence((L.punct("[", depth), ir.Ref(r), ir.Ref(names[t]), L.punct("]", depth)))
+                    for r, t in edges[start] if t in live]
+        return ir.Choice(tuple(options))
 
     # ------------------------------------------------------------ objects
 

@@ -110,7 +110,7 @@ class DFA:
         return len(self.trans)
 
 
-def _alphabet(labels: list[cs.Ranges]) -> tuple[list[cs.Ranges], dict[cs.Ranges, list[int]]]:
+def alphabet(labels: list[cs.Ranges]) -> tuple[list[cs.Ranges], dict[cs.Ranges, list[int]]]:
     """Partition the code space into symbols; map each label to its symbols."""
     bounds = {0, cs.MAX_CP + 1}
     for lab in labels:
@@ -145,7 +145,7 @@ def compile_many(exprs: list[Rx]) -> list[DFA]:
     nfa = _NFA()
     ends = [nfa.build(x) for x in exprs]
     labels = [lab for edges in nfa.edges for lab, _ in edges]
-    symbols, of_label = _alphabet(labels)
+    symbols, of_label = alphabet(labels)
     moves: list[list[tuple[list[int], int]]] = [
         [(of_label[lab], t) for lab, t in edges] for edges in nfa.edges
     ]

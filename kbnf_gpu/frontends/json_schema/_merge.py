@@ -154,10 +154,15 @@ def first_choice(doc: Document, atoms: tuple[Atom, ...]) -> Optional[tuple[int, 
 
 def if_branches(doc: Document, atoms: tuple[Atom, ...], i: int) -> list[tuple[Atom, ...]]:
     """``if``/``then``/``else`` as two disjoint branches, ``if`` ∧ ``then`` and (not ``if``) ∧ ``else``,
-    where ``negation`` can write the negated ``if``; else unsupported (ignored when not strict)."""
+    where ``negation`` can write the negated ``if``. Without ``then`` no negation is needed (``if`` or
+    ``else``), without either there is no constraint; else unsupported (ignored when not strict)."""
     ptr, skip = atoms[i]
     sch = doc.resolve(ptr)
     done = atoms[:i] + ((ptr, skip | {"if"}),) + atoms[i + 1:]
+    if "then" not in sch:
+        if "else" not in sch:
+            return [done]
+        return [done + ((child(ptr, "if"), frozenset()),), done + ((child(ptr, "else"), frozenset()),)]
     neg = negation(doc.resolve(child(ptr, "if")))
     if neg is None:
         doc.problem("'if' is supported only when it is one of "

@@ -20,10 +20,12 @@ surrogate pair ``\\uD83D\\uDE00`` is one code point), ``\\u{H…}``,
 ``[]`` (none). Lookaheads at the top level of the pattern or of a top-level
 branch (``^(?!…)``, ``^(?=…)(?=…)``, the form real-world schemas use, and
 ``a(?!b)c``) are exact: intersections and differences of anchored languages.
-Rejected with ``PatternError``: lookaheads nested in a group, alternation or
-repetition, lookbehinds, backreferences,
-``\\b``, inline flags, possessive repeats, and syntax that the two dialects read
-differently (``{,n}``, ``\\a``...).
+Lookarounds anywhere else (``^(?:(?!ab).)*$``, lookbehinds of any width,
+lookaheads nested in lookaheads) and anchors inside repetitions are exact
+too, by automaton (``_lookaround``). Rejected with ``PatternError``:
+lookaheads or ``$`` inside a lookbehind, backreferences, ``\\b`` (ECMA and
+Python read its ``\\w`` differently), inline flags, possessive repeats, and
+syntax that the two dialects read differently (``{,n}``, ``\\a``...).
 """
 from __future__ import annotations
 
@@ -47,8 +49,12 @@ class PatternError(ValueError):
         self.pos = pos
 
 
+class _NeedsAutomaton(PatternError):
+    """The piecewise construction cannot place a lookaround or anchor: ``_lookaround`` can."""
+
+
 # Intermediate tree: ("set", under, over) | ("cat", [..]) | ("alt", [..])
-# | ("rep", node, lo, hi) | ("bol",) | ("eol",)
+# | ("rep", node, lo, hi) | ("bol",) | ("eol",) | ("look", negated, node, offset, behind)
 Node = tuple
 
 _ECMA_SPACE = cs.norm(
@@ -168,16 +174,17 @@ class _Parser:
                     raise self.error("bad group name")
                 self.ecma_only |= self.s[self.i + 1] == "<"
                 self.i = j + 1
-            elif self.s.startswith(("?=", "?!"), self.i):
-                negated = self.s[self.i + 1] == "!"
-                self.i += 2
+            elif self.s.startswith(("?=", "?!", "?<=", "?<!"), self.i):
+                behind = self.s[self.i + 1] == "<"
+                self.i += 2 + behind
+                negated = self.s[self.i - 1] == "!"
                 inner = self.alternation(depth + 1)
                 if self.peek() != ")":
                     raise self.error("missing ')'", start)
                 self.i += 1
-                return ("look", negated, inner, start)
+                return ("look", negated, inner, start, behind)
             elif c == "(" and self.peek() == "?":
-                raise self.error("unsupported group construct (lookbehind, flags or extension)", start)
+                raise self.error("unsupported group construct (inline flags or extension)", start)
             inner = self.alternation(depth + 1)
             if self.peek() != ")":
                 raise self.error("missing ')'", start)
@@ -342,8 +349,7 @@ def _add(p: Pieces, key: tuple[bool, bool], body: Rx) -> None:
 def _pieces(node: Node, over: bool) -> Pieces:
     kind = node[0]
     if kind == "look":
-        raise PatternError("a lookahead inside a group, an alternation or a repetition is unsupported "
-                           "(it is exact at the top level of the pattern)", node[3])
+        raise _NeedsAutomaton("a lookaround the piecewise construction cannot place", node[3])
     if kind == "set":
         return {(False, False): cc(node[2] if over else node[1])}
     if kind == "bol":
@@ -364,7 +370,7 @@ def _pieces(node: Node, over: bool) -> Pieces:
                 if node[2] == 0:
                     _add(out, (False, False), EPS)
                 return out
-            raise PatternError("anchor inside a repeated group is unsupported", 0)
+            raise _NeedsAutomaton("an anchor inside a repeated group", 0)
         return {(False, False): rep(inner.get((False, False)), node[2], node[3])}
     # concatenation
     acc: Pieces = {(False, False): EPS}
@@ -379,6 +385,8 @@ def _pieces(node: Node, over: bool) -> Pieces:
                     if nullable(bx) and nullable(by):
                         _add(res, (True, True), EPS)
                 elif ex:
+                    if over and by != EPS:  # Python's "$" may stand before a final "\n" that ``by`` reads
+                        raise _NeedsAutomaton("'$' before more pattern", 0)
                     if nullable(by):
                         _add(res, (sx, True), bx)
                 elif sy:
@@ -419,11 +427,11 @@ def _with_lookaheads(tree: Node, over: bool) -> Rx:
     if tree[0] == "alt":  # each branch may have its own: ^(?!a)b|^(?=c)d
         return alt(*(_with_lookaheads(branch, over) for branch in tree[1]))
     items = tree[1] if tree[0] == "cat" else [tree]
-    first = next((i for i, item in enumerate(items) if item[0] == "look"), None)
+    first = next((i for i, item in enumerate(items) if _is_lookahead(item)), None)
     if first is None:
         return search_language(tree, over)
     last = first
-    while last < len(items) and items[last][0] == "look":
+    while last < len(items) and _is_lookahead(items[last]):
         last += 1
     from ._fsm import combine
 
@@ -431,6 +439,9 @@ def _with_lookaheads(tree: Node, over: bool) -> Rx:
         return _with_lookaheads(("cat", [("bol",), *(body[1] if body[0] == "cat" else [body])]), approx)
 
     looks = items[first:last]
+    if any(_reads_start(node) for node in [*looks, *items[last:]]):
+        # "^" right of the split holds only where the left part is empty: not piecewise
+        raise _NeedsAutomaton("a start anchor after a lookahead", looks[0][3])
     keep = [anchored(look[2], over) for look in looks if not look[1]]
     drop = [anchored(look[2], not over) for look in looks if look[1]]
     right = combine(anchored(("cat", items[last:]), over), keep, drop)
@@ -439,14 +450,44 @@ def _with_lookaheads(tree: Node, over: bool) -> Rx:
         if body is None:
             continue
         if ea:
-            raise PatternError("a lookahead after '$' is unsupported", looks[0][3])
+            raise _NeedsAutomaton("a lookahead after '$'", looks[0][3])
         left = alt(left, seq(EPS if sa else ANY_STAR, body))
     return None if left is None or right is None else seq(left, right)
 
 
+def _reads_start(node: Node) -> bool:
+    """Does ``node`` hold a ``^`` (lookaround bodies included)?"""
+    stack = [node]
+    while stack:
+        x = stack.pop()
+        if x[0] == "bol":
+            return True
+        if x[0] in ("cat", "alt"):
+            stack.extend(x[1])
+        elif x[0] == "rep":
+            stack.append(x[1])
+        elif x[0] == "look":
+            stack.append(x[2])
+    return False
+
+
+def _is_lookahead(node: Node) -> bool:
+    return node[0] == "look" and not node[4]
+
+
+def _language(tree: Node, over: bool) -> Rx:
+    """``search_language`` of any tree: piecewise where it can be (no alphabet bound), else by automaton."""
+    try:
+        return _with_lookaheads(tree, over)
+    except _NeedsAutomaton as e:
+        from ._lookaround import automaton_language
+
+        return automaton_language(tree, over, lambda message: PatternError(message, e.pos))
+
+
 def pattern_language(source: str, over: bool = False) -> Rx:
-    """``search_language`` of a pattern source (top-level lookaheads included)."""
-    return _with_lookaheads(parse(source), over)
+    """``search_language`` of a pattern source (lookarounds and anchors anywhere)."""
+    return _language(parse(source), over)
 
 
 def search(source: str, text: str) -> bool:
@@ -467,5 +508,5 @@ def search(source: str, text: str) -> bool:
                 raise PatternError("a pattern neither Python nor this module reads", 0) from None
     from ._pyre import to_python
 
-    lang = _with_lookaheads(tree, False)
+    lang = _language(tree, False)
     return lang is not None and re.fullmatch(to_python(lang), text, re.S) is not None

@@ -1,0 +1,87 @@
+"""Pattern languages the piecewise construction of ``_pattern`` cannot reach:
+lookaheads nested in groups, alternations, repetitions or after ``$``;
+lookbehinds; anchors inside repetitions.
+
+The automata layer already determinizes regexes with anchors and lookarounds
+exactly (``automata.guarded``: threads with lookahead obligations, lookbehind
+trackers), but over bytes. A pattern's character sets split the code space
+into a handful of *symbols* (code points that no set tells apart, as in
+``_fsm.alphabet``), so each symbol is written as one pseudo-byte, the byte
+layer builds the DFA of the search language, and that DFA is read back over
+the symbols and turned into a regex. Exact, with the same approximations per
+set as ``_pattern`` (swapped inside negated lookarounds, where matching less
+means accepting more).
+"""
+from __future__ import annotations
+
+from ... import ir
+from ...automata.build import regexpr_to_dfa
+from ...automata.regex import BOS, EOL, EOS, Anchor, Look
+from ...errors import CompileBudgetExceeded, GrammarError
+from . import _charset as cs
+from ._fsm import DFA, MAX_STATES, alphabet, minimize, to_regex
+from ._rx import Rx
+
+_NEWLINE = 10  # the byte layer's ``$`` (EOL) reads byte 10 as "\n": the symbol {"\n"} must be that byte
+
+
+def _sets(tree: tuple, over: bool, out: list) -> None:
+    """Append every set of ``tree`` in the approximation it is read with."""
+    stack = [(tree, over)]
+    while stack:
+        node, o = stack.pop()
+        kind = node[0]
+        if kind == "set":
+            out.append(node[2] if o else node[1])
+        elif kind in ("cat", "alt"):
+            stack.extend((x, o) for x in node[1])
+        elif kind == "rep":
+            stack.append((node[1], o))
+        elif kind == "look":
+            stack.append((node[2], o != node[1]))
+
+
+def automaton_language(tree: tuple, over: bool, error) -> Rx:
+    """``search_language`` of any pattern tree (``error(message)`` builds the ``PatternError`` to raise)."""
+    labels: list[cs.Ranges] = []
+    _sets(tree, over, labels)
+    symbols, of_label = alphabet([*labels, cs.single(_NEWLINE), cs.ANY])
+    if len(symbols) > 256:
+        raise error(f"lookarounds over {len(symbols)} distinct character sets (at most 256)")
+    nl = symbols.index(cs.single(_NEWLINE))
+    free = iter(b for b in range(256) if b != _NEWLINE)
+    byte_of_symbol = [_NEWLINE if s == nl else next(free) for s in range(len(symbols))]
+    class_memo: dict[cs.Ranges, ir.ByteClass] = {}
+
+    def byte_class(ranges: cs.Ranges) -> ir.ByteClass:
+        hit = class_memo.get(ranges)
+        if hit is None:
+            hit = class_memo[ranges] = ir.ByteClass(cs.norm([(byte_of_symbol[s], byte_of_symbol[s]) for s in of_label[ranges]]))
+        return hit
+
+    def node(n: tuple, o: bool):
+        kind = n[0]
+        if kind == "set":
+            return byte_class(n[2] if o else n[1])
+        if kind == "cat":
+            return ir.Concat(tuple(node(x, o) for x in n[1]))
+        if kind == "alt":
+            return ir.Alternation(tuple(node(x, o) for x in n[1]))
+        if kind == "rep":
+            return ir.Repeat(node(n[1], o), n[2], n[3])
+        if kind == "bol":
+            return Anchor(BOS)
+        if kind == "eol":  # over: Python's $ (the end, or before a final "\n"); under: the very end
+            return Anchor(EOL if o else EOS)
+        return Look(node(n[2], o != n[1]), behind=n[4], negated=n[1])
+
+    any_star = ir.Repeat(byte_class(cs.ANY), 0, None)
+    root = ir.Concat((any_star, node(tree, over), any_star))
+    try:
+        dfa = regexpr_to_dfa(root, max_states=MAX_STATES)
+    except CompileBudgetExceeded:
+        raise
+    except GrammarError as e:  # too many states, or a lookahead inside a lookbehind
+        raise error(str(e).split(": ", 1)[-1]) from None
+    trans = dfa.transitions[:, byte_of_symbol].tolist() if dfa.n_states else []
+    return to_regex(minimize(DFA(symbols, trans, dfa.accepting.tolist())) if trans else None)
