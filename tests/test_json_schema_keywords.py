@@ -207,6 +207,7 @@ def test_contains_exact(schema: dict) -> None:
 
 def test_contains_unsupported_forms() -> None:
     for schema in ({"contains": {"minLength": 2, "type": "string"}, "maxContains": 2},
+                   {"contains": {"const": 1}, "maxContains": 1},  # its negation fails: named by the user's pointer
                    {"contains": {"type": "string"}, "minContains": 5, "minItems": 2000}):
         with pytest.raises(ValueError) as info:
             parse_json_schema(schema)
@@ -241,6 +242,8 @@ def test_if_then_else_exact(schema: dict) -> None:
 
 
 def test_if_that_cannot_be_negated_is_refused() -> None:
-    with pytest.raises(ValueError) as info:
-        parse_json_schema({"if": {"properties": {"a": {}, "b": {}}}, "then": {"required": ["a"]}})
-    assert info.value.pointer == "/if"
+    for schema in ({"if": {"properties": {"a": {}, "b": {}}}, "then": {"required": ["a"]}},
+                   {"if": {"type": "integer"}, "then": {"minimum": 3}}):  # a negation that fails while expanded
+        with pytest.raises(ValueError) as info:
+            parse_json_schema(schema)
+        assert info.value.pointer == "/if", str(info.value)

@@ -531,7 +531,7 @@ class Builder:
                     self.doc.problem("'maxContains' is supported only when 'contains' can be negated (as for 'not')", at)
                     high = None
                 else:
-                    neg_at = self.doc.synthetic(neg)
+                    neg_at = self.doc.synthetic(neg, at)
             if k > 0 or high is not None:
                 counters.append((at, k, high, neg_at))
         if len(counters) > MAX_CONTAINS:

@@ -125,6 +125,7 @@ class Document:
         self._bases: dict[str, str] = {}
         self._targets: dict[tuple[str, Any], Optional[str]] = {}
         self._synthetic: dict[str, str] = {}
+        self._origin: dict[int, str] = {}  # synthetic source -> the location it stands for
         self._add_source(root, "", None)
         self._scan(0, check_nesting=True)
 
@@ -133,6 +134,8 @@ class Document:
     def show(self, location: str) -> str:
         """A location for messages: a root JSON pointer, else ``uri#pointer``."""
         n, pointer = _split(location)
+        if n in self._origin:
+            return self.show(self._origin[n])
         if n == 0:
             return pointer or "/"
         return f"{self._sources[n].uri}#{pointer}"
@@ -262,12 +265,15 @@ class Document:
                     self._scan(len(self._sources) - 1)
         return self._resources.get(uri)
 
-    def synthetic(self, schema: dict) -> str:
-        """The location of a schema the front end adds itself (one per distinct schema)."""
-        key = json.dumps(schema, sort_keys=True)
+    def synthetic(self, schema: dict, origin: Optional[str] = None) -> str:
+        """The location of a schema the front end adds itself (one per distinct schema and origin);
+        messages about it name ``origin``, the user's location it was derived from."""
+        key = json.dumps([schema, origin], sort_keys=True)
         loc = self._synthetic.get(key)
         if loc is None:
             loc = self._synthetic[key] = self._add_source(schema, f"kbnf-gpu:internal/{len(self._synthetic)}", None)
+            if origin is not None:
+                self._origin[_split(loc)[0]] = origin
         return loc
 
     # ---------------------------------------------------------- locations

@@ -169,7 +169,7 @@ def if_branches(doc: Document, atoms: tuple[Atom, ...], i: int) -> list[tuple[At
                     f"{', '.join(NEGATABLE)}, or 'properties' of one such name (with 'required')", child(ptr, "if"))
         return [done]
     yes = done + ((child(ptr, "if"), frozenset()),) + (((child(ptr, "then"), frozenset()),) if "then" in sch else ())
-    no = done + ((doc.synthetic(neg), frozenset()),) + (((child(ptr, "else"), frozenset()),) if "else" in sch else ())
+    no = done + ((doc.synthetic(neg, child(ptr, "if")), frozenset()),) + (((child(ptr, "else"), frozenset()),) if "else" in sch else ())
     return [yes, no]
 
 
