@@ -43,6 +43,11 @@ property order described below):
   lexeme's automaton grows with the length limit;
 * integer ``minimum``/``maximum``/``exclusive*`` (any bounds, one-sided too),
   integer ``multipleOf`` (enumerated for small ranges, else a mod-k automaton);
+* ``multipleOf`` n·10**k on ``number`` where n's prime factors are 2 and 5
+  (``0.01``, ``0.5``, ``0.25``, ``5``, ``200``: the last digits decide, at most
+  64 combinations of them): plain notation and exponents -10..10 exact, by
+  arithmetic on the bounds per combination (``numbers.step_digits``); larger
+  exponents are not generated;
 * ``$ref`` to ``#``, ``#/$defs/..``, ``#/definitions/..`` (``~0 ~1`` and
   %-escapes), ``#anchor``, ``$id``-relative URIs and other documents of the
   registry; draft <= 7 (the root's ``$schema``, as ``jsonschema`` decides)
@@ -90,11 +95,11 @@ Approximate, but sound (every accepted text is valid):
   are exact in plain decimal notation, for every spelling of zero (``-0.0``)
   and for exponents from -10 to 10 (``1e-9``, ``1E+2``, ``0.5e1``); larger
   exponents only where they provably stay in range (``numbers``); a number
-  with an integer ``multipleOf`` is written as an integer; ``multipleOf`` k
-  on an integer range is exact when k = 2**a * 5**b (a regex of the last
-  digits), on 0 and whole half-lines for k <= 1000 (one rule per residue),
-  on other ranges for k <= 12, else refused (``strict``) or dropped with a
-  warning;
+  with an integer ``multipleOf`` that has a prime factor other than 2 and 5
+  (3, 12) is written as an integer; ``multipleOf`` k on an integer range is
+  exact when k = 2**a * 5**b (the last digits), on 0 and whole half-lines for
+  k <= 1000 (one rule per residue), on other ranges for k <= 12, else refused
+  (``strict``) or dropped with a warning;
 * ``any_order=True`` is exact for up to 8 declared properties; beyond, order
   is free within consecutive blocks of 8 (a warning says so). Additional
   members come after the declared ones in schema order, and anywhere with
@@ -117,9 +122,10 @@ terminals past half of it), the whole build by ``time_budget_s``; lone
 surrogates in names or values, non-finite numbers and keywords of the wrong
 type are ``GrammarError``s with the JSON pointer (``error.pointer``).
 
-Unsupported keywords (other ``not`` and ``if`` forms, other ``contains`` forms, ``unevaluatedItems``,
+Unsupported keywords (other ``not`` and ``if`` forms, ``maxContains`` of a ``contains`` that cannot be negated, ``unevaluatedItems``,
 ``unevaluatedProperties`` other than ``false``,
-``$dynamicRef``, non-integer ``multipleOf``, a ``$ref`` to a document not in
+``$dynamicRef``, a non-integer ``multipleOf`` with a prime factor other than
+2 and 5 (``0.3``), a ``$ref`` to a document not in
 the registry, the
 ``idn-hostname``/``regex`` formats, unsupported regex syntax) raise
 ``GrammarError`` naming the keyword and its JSON pointer

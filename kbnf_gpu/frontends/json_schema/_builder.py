@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 import json
 import re
+from math import gcd, lcm
 from collections import deque
 from contextlib import contextmanager
 from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
@@ -33,7 +34,7 @@ from ._strings import encode, quoted, word
 from ._validate import Validator, json_key
 from ._scalars import ANY_NUMBER, BOOLEAN, NULL, format_terminal, integer_terminal
 from .formats import FORMATS, INTEGER_FORMATS, UNSUPPORTED_FORMATS, format_language
-from .numbers import decimal_range, integer_range, multiple_of_regex
+from .numbers import MAX_DIGITS, decimal_range, integer_multiples, integer_range, multiple_of_regex, step_digits
 
 MAX_INDENT_UNROLL = 16  # indent layout: instances of one subschema at distinct depths
 MAX_PATTERN_PROPERTIES = 6
@@ -298,16 +299,26 @@ class Builder:
 
     def _number(self, m: Merged) -> Optional[ir.Expr]:
         ints_only = "frac" not in m.types
+        step = _common_multiple([v for v, _ in m.multiple_of]) if m.multiple_of else None
+        where = m.multiple_of[0][1] if m.multiple_of else m.where
+        if step is not None and not _within_digits(step):
+            self.doc.problem(f"'multipleOf' {step} has more than {MAX_DIGITS} digits or zeros", where)
+            step = None
         k = 1
-        for v, at in m.multiple_of:
-            if v != v.to_integral_value():
-                self.doc.problem("'multipleOf' with a non-integer value is unsupported", at)
-                continue
-            if not ints_only:
-                self.doc.warn(f"'multipleOf' at '{self.doc.show(at)}' on numbers: only integer spellings are "
-                              "generated (10.0 and 1e1 are valid multiples too)")
-            ints_only = True
-            k = _lcm(k, int(v))
+        if step is not None and (ints_only or step_digits(step) is None):
+            if not ints_only:  # a step with a prime factor other than 2 and 5: its last digits do not decide
+                if step != step.to_integral_value():
+                    self.doc.problem(f"'multipleOf' {step} on numbers is unsupported (a factor other than 2 and 5)",
+                                     where)
+                    step = None
+                else:
+                    self.doc.warn(f"'multipleOf' at '{self.doc.show(where)}' on numbers: only integer spellings "
+                                  "are generated (10.0 and 1e1 are valid multiples too)")
+                    ints_only = True
+            if step is not None:
+                units, exp = _integer_and_exponent(step)  # integers n with step | n: multiples of units/gcd(...)
+                k = units * 10**exp if exp >= 0 else units // gcd(units, 10**-exp)
+                step = None
         lo, hi = m.lo, m.hi
         for fmt, _ in m.formats:
             if fmt in INTEGER_FORMATS:
@@ -315,10 +326,11 @@ class Builder:
                 lo = tighter_lo(lo, (Decimal(a), False))
                 hi = tighter_hi(hi, (Decimal(b), False))
         if not ints_only:
-            if lo is None and hi is None:
+            if lo is None and hi is None and step is None:
                 return ANY_NUMBER
-            rx = decimal_range(lo[0] if lo else None, bool(lo and lo[1]), hi[0] if hi else None, bool(hi and hi[1]))
-            return self.term(rx, "number")
+            rx = decimal_range(lo[0] if lo else None, bool(lo and lo[1]), hi[0] if hi else None, bool(hi and hi[1]),
+                               step)
+            return self.term(rx, "number") if rx is not None else None
         ilo = ihi = None
         if lo is not None:
             ilo = int(lo[0].to_integral_value(ROUND_FLOOR)) + 1 if lo[1] else int(lo[0].to_integral_value(ROUND_CEILING))
@@ -331,6 +343,9 @@ class Builder:
         if ilo is not None and ihi is not None and (ihi - ilo) // k <= MAX_ENUMERATED_MULTIPLES:
             first = -((-ilo) // k) * k
             return self.term(alt(*(lit(str(n)) for n in range(first, ihi + 1, k))), "integer")
+        if step_digits(Decimal(k)) is not None:  # the last digits decide: a few of them per multiple
+            rx = integer_multiples(ilo, ihi, k)
+            return self.term(rx, "integer") if rx is not None else None
         signs = _half_lines(ilo, ihi)
         for use_regex in (True, False):  # the last digits decide (k | 10**j): a small regex; else residue rules
             if use_regex and (_divides_power_of_ten(k) and k <= 1000 or signs is None and k <= MAX_MODULUS_STATES):
@@ -823,7 +838,24 @@ def _divides_power_of_ten(k: int) -> bool:
     return k == 1
 
 
-def _lcm(a: int, b: int) -> int:
-    from math import gcd
+def _integer_and_exponent(v: Decimal) -> tuple[int, int]:
+    """``(n, e)`` with ``v == n * 10**e`` and ``n`` not a multiple of 10 (``v`` > 0)."""
+    _, digits, exp = v.normalize().as_tuple()
+    return int("".join(map(str, digits))), int(exp)
 
-    return a * b // gcd(a, b)
+
+def _within_digits(v: Decimal) -> bool:
+    units, exp = _integer_and_exponent(v)
+    return abs(exp) <= MAX_DIGITS and units.bit_length() <= 4 * MAX_DIGITS
+
+
+def _common_multiple(values: list[Decimal]) -> Decimal:
+    """The least common multiple of positive decimals (each ``n * 10**e``: scaled to integers first)."""
+    parts = [_integer_and_exponent(v) for v in values]
+    low = min(e for _, e in parts)
+    n = 1
+    for units, e in parts:
+        if e - low > 2 * MAX_DIGITS or n.bit_length() > 8 * MAX_DIGITS:  # past what _within_digits lets through
+            return Decimal(10) ** (2 * MAX_DIGITS)
+        n = lcm(n, units * 10 ** (e - low))
+    return Decimal(n).scaleb(low)

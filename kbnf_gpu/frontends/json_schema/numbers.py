@@ -19,7 +19,8 @@ Everything here is ASCII, so code-point ``CharClass`` ranges equal bytes.
 """
 from __future__ import annotations
 
-from decimal import Decimal
+from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
+from functools import lru_cache
 from typing import Optional
 
 from ...errors import GrammarError
@@ -85,6 +86,19 @@ def natural_range(a: int, b: Optional[int]) -> Optional[RegExpr]:
         opts.append(seq(NZ_DIGIT, Repeat(DIGIT, la, lb - 2)))
     opts.append(_fixed("1" + "0" * (lb - 1), sb))
     return alt(*opts)
+
+
+def integer_multiples(lo: Optional[int], hi: Optional[int], k: int) -> Optional[RegExpr]:
+    """Canonical JSON integers in ``[lo, hi]`` divisible by ``k`` (``step_digits`` accepts it: the last
+    digits decide), by arithmetic on the range (``_int_part``); ``None`` when empty."""
+    lows = tuple(low for low, _, _ in _step_tails(Decimal(k)))
+    if lo is not None and hi is not None and lo > hi:
+        return None
+    pos = _int_part(max(lo, 0) if lo is not None else 0, hi, lows) if hi is None or hi >= 0 else None
+    neg = None
+    if lo is None or lo < 0:
+        neg = seq(lit("-"), _int_part(max(1, -hi) if hi is not None else 1, -lo if lo is not None else None, lows))
+    return alt(neg, pos)
 
 
 def integer_range(lo: Optional[int], hi: Optional[int]) -> Optional[RegExpr]:
@@ -185,26 +199,91 @@ NONPOS_EXPONENT = seq(_E, alt(seq(lit("-"), Repeat(DIGIT, 1, None)), seq(Repeat(
 NZ_MANTISSA = seq(NZ_DIGIT, Repeat(DIGIT, 0, None), Repeat(seq(lit("."), Repeat(DIGIT, 1, None)), 0, 1))
 
 
-def _plain_magnitude(a: Decimal, a_excl: bool, b: Optional[Decimal], b_excl: bool) -> Optional[RegExpr]:
-    """Non-negative numbers without sign or exponent, a <= v <= b (exclusive per flags)."""
+FracBound = Optional[tuple[str, bool]]  # fraction digits x of a bound 0.x and whether it is included
+
+
+def _plain_magnitude(a: Decimal, a_excl: bool, b: Optional[Decimal], b_excl: bool,
+                     step: Optional[Decimal] = None) -> Optional[RegExpr]:
+    """Non-negative numbers without sign or exponent, a <= v <= b (exclusive per flags): pieces of an
+    integer part in a range and a fraction between bounds (None: from 0 / below 1). With ``step``,
+    multiples of it: each piece met with each tail of ``step_digits`` by arithmetic on the bounds
+    (an automaton product written back as a regex grows exponentially in the digits)."""
     if b is not None and (a > b or (a == b and (a_excl or b_excl))):
         return None
     ai, af = _split(a)
-    any_frac: Frac = (True, Repeat(DIGIT, 1, None))
+    low_frac: FracBound = (af, not a_excl)
+    pieces: list[tuple[int, Optional[int], FracBound, FracBound]]
     if b is None:
-        return alt(
-            _with_int(lit(str(ai)), _ge(af, not a_excl)),
-            _with_int(natural_range(ai + 1, None), any_frac),
-        )
-    bi, bf = _split(b)
-    if ai == bi:
-        return _with_int(lit(str(ai)), _between(af, not a_excl, bf, not b_excl))
-    mid = natural_range(ai + 1, bi - 1) if bi - ai >= 2 else None
-    return alt(
-        _with_int(lit(str(ai)), _ge(af, not a_excl)),
-        _with_int(mid, any_frac) if mid is not None else None,
-        _with_int(lit(str(bi)), _le(bf, not b_excl)),
-    )
+        pieces = [(ai, ai, low_frac, None), (ai + 1, None, None, None)]
+    else:
+        bi, bf = _split(b)
+        high_frac: FracBound = (bf, not b_excl)
+        if ai == bi:
+            pieces = [(ai, ai, low_frac, high_frac)]
+        else:
+            pieces = [(ai, ai, low_frac, None), (ai + 1, bi - 1, None, None), (bi, bi, None, high_frac)]
+    if step is None:
+        return alt(*(_with_int(_int_part(lo, hi), _fraction(x, y)) for lo, hi, x, y in pieces))
+    return alt(*(_with_int(_int_part(lo, hi, lows), frac)
+                 for lo, hi, x, y in pieces for frac, lows in _step_pieces(step, x, y).items()))
+
+
+def _step_pieces(step: Decimal, x: FracBound, y: FracBound) -> dict[Frac, tuple[str, ...]]:
+    """The multiples of ``step`` with a fraction between the bounds: fraction -> the integer parts'
+    last digits it goes with. Tails that share their last integer digits and the range of their free
+    fraction digits share one fraction (their fixed digits an alternation), and last integer digits
+    with one fraction share one integer part: the automaton of the whole stays small."""
+    by_low: dict[str, dict[tuple, list[str]]] = {}
+    for low, free, fixed in _step_tails(step):
+        d = _free_digits(x, y, free, fixed)
+        if d is not None:
+            by_low.setdefault(low, {}).setdefault((free, *d, bool(fixed)), []).append(fixed)
+    out: dict[Frac, list[str]] = {}
+    for low, groups in by_low.items():
+        eps, rests = False, []
+        for (free, d_lo, d_hi, has_fixed), fixed in groups.items():
+            e, rest = _step_fraction(free, d_lo, d_hi, tuple(fixed) if has_fixed else ())
+            eps, rests = eps or e, rests + [rest]
+        out.setdefault((eps, alt(*rests)), []).append(low)
+    return {frac: tuple(lows) for frac, lows in out.items()}
+
+
+def _fraction(x: FracBound, y: FracBound) -> Frac:
+    if y is None:
+        return (True, Repeat(DIGIT, 1, None)) if x is None else _ge(*x)
+    return _le(*y) if x is None else _between(*x, *y)
+
+
+def _int_part(lo: int, hi: Optional[int], lows: tuple[str, ...] = ("",)) -> Optional[RegExpr]:
+    """Canonical naturals n in [lo, hi] whose last L digits are one of ``lows`` (all of length L):
+    n = m·10**L + low, one range of m shared by every low and, at the ends, the few m only some allow."""
+    if hi is not None and lo > hi:
+        return None
+    if lows == ("",):
+        return lit(str(lo)) if lo == hi else natural_range(lo, hi)
+    unit = 10 ** len(lows[0])
+    ranges = {}
+    for low in lows:
+        rem = int(low)
+        m_lo = max(0, -((rem - lo) // unit))  # ceil((lo - rem) / unit)
+        m_hi = None if hi is None else (hi - rem) // unit
+        if m_hi is None or m_lo <= m_hi:
+            ranges[low] = (m_lo, m_hi)
+    if not ranges:
+        return None
+    shared_lo = max(max(m_lo for m_lo, _ in ranges.values()), 1)
+    shared_hi = None if hi is None else min(m_hi for _, m_hi in ranges.values())
+    options: list[Optional[RegExpr]] = []
+    if shared_hi is None or shared_lo <= shared_hi:
+        options.append(seq(natural_range(shared_lo, shared_hi), alt(*(lit(low) for low in ranges))))
+    for low, (m_lo, m_hi) in ranges.items():
+        if m_lo == 0:
+            options.append(lit(low.lstrip("0") or "0"))  # m = 0: the low digits are the number
+        ends = [(max(m_lo, 1), shared_lo - 1)]
+        if shared_hi is not None:
+            ends.append((max(m_lo, 1, shared_hi + 1), m_hi))
+        options += [seq(natural_range(a, b), lit(low)) for a, b in ends if a <= b]
+    return alt(*options)
 
 
 def magnitude_range(a: Decimal, a_excl: bool, b: Optional[Decimal], b_excl: bool) -> Optional[RegExpr]:
@@ -232,9 +311,12 @@ def magnitude_range(a: Decimal, a_excl: bool, b: Optional[Decimal], b_excl: bool
 
 
 def decimal_range(
-    lo: Optional[Decimal], lo_excl: bool, hi: Optional[Decimal], hi_excl: bool
+    lo: Optional[Decimal], lo_excl: bool, hi: Optional[Decimal], hi_excl: bool, step: Optional[Decimal] = None
 ) -> Optional[RegExpr]:
-    """JSON numbers v with lo <= v <= hi (see the module docstring for exactness)."""
+    """JSON numbers v with lo <= v <= hi (see the module docstring for exactness), and multiples of
+    ``step`` when given (``step_digits`` must accept it): exact in plain notation and for exponents
+    in the window, where each exponent's mantissas are a plain range intersected with the plain
+    multiples of ``step`` shifted by it; larger exponents are not generated."""
     if lo is not None and hi is not None and (lo > hi or (lo == hi and (lo_excl or hi_excl))):
         return None
     for v in (lo, hi):
@@ -242,12 +324,100 @@ def decimal_range(
             raise GrammarError(f"number bound {v} is too large")
     windowed = []
     for e in range(-EXPONENT_WINDOW, EXPONENT_WINDOW + 1):
+        shifted = None if step is None else step.scaleb(-e)
         mantissas = _signed_range(None if lo is None else lo.scaleb(-e), lo_excl,
-                                  None if hi is None else hi.scaleb(-e), hi_excl, _plain_magnitude)
+                                  None if hi is None else hi.scaleb(-e), hi_excl,
+                                  lambda *bounds: _plain_magnitude(*bounds, shifted))
         if mantissas is not None:
             windowed.append(seq(mantissas, exponent_spelling(e)))
     zero_fits = (lo is None or lo < 0 or (lo == 0 and not lo_excl)) and (hi is None or hi > 0 or (hi == 0 and not hi_excl))
-    return alt(_signed_range(lo, lo_excl, hi, hi_excl, magnitude_range), *windowed, ZERO if zero_fits else None)
+    if step is None:
+        plain = _signed_range(lo, lo_excl, hi, hi_excl, magnitude_range)
+    else:
+        plain = _signed_range(lo, lo_excl, hi, hi_excl, lambda *bounds: _plain_magnitude(*bounds, step))
+    return alt(plain, *windowed, ZERO if zero_fits else None)
+
+
+MAX_STEP_EXPONENT = 60  # a step's power of ten: each exponent's mantissas spell out that many digits
+MAX_STEP_TAILS = 64  # a step P·10**g needs the 10**c / P multiples of P below 10**c (P | 10**c) spelled out
+
+
+def step_digits(step: Decimal) -> Optional[tuple[int, int, int]]:
+    """``(P, g, c)`` with ``step == P * 10**g``, ``P`` not a multiple of 10, ``c`` the least with
+    ``P | 10**c``: a step whose multiples the last digits decide. None when ``P`` has a prime factor
+    other than 2 and 5, needs more than ``MAX_STEP_TAILS`` tails or a power beyond ``MAX_STEP_EXPONENT``."""
+    sign, digits, exp = step.normalize().as_tuple()
+    if sign or not isinstance(exp, int):
+        return None
+    p = int("".join(map(str, digits)))
+    twos = fives = 0
+    r = p
+    while r % 2 == 0:
+        r //= 2
+        twos += 1
+    while r % 5 == 0:
+        r //= 5
+        fives += 1
+    c = max(twos, fives)
+    if r != 1 or 10**c // p > MAX_STEP_TAILS or abs(exp) > MAX_STEP_EXPONENT:
+        return None
+    return p, exp, c
+
+
+@lru_cache(maxsize=256)
+def _step_tails(step: Decimal) -> tuple[tuple[str, int, str], ...]:
+    """The plain multiples of ``step`` (``step_digits`` accepts it), one tail at a time: the digits at
+    weights ``10**g`` to ``10**(g+c-1)`` spell one of the multiples of ``P`` below ``10**c``, every
+    digit below weight ``10**g`` is 0, the rest are free. Per tail: the integer part's last digits,
+    the fraction's count of free digits and the fixed digits after them (then only zeros)."""
+    found = step_digits(step)
+    assert found is not None, step
+    p, g, c = found
+    out = []
+    for tail in range(0, 10**c, p):
+        fixed = str(tail).zfill(c) if c else ""
+        digit = {g + c - 1 - i: fixed[i] for i in range(c)}  # weight -> digit
+        low = "".join(digit.get(w, "0") for w in range(max(0, g + c) - 1, -1, -1))
+        free = max(0, -(g + c))
+        fixed_fraction = "".join(digit.get(-j, "0") for j in range(free + 1, max(0, -g) + 1)).rstrip("0")
+        out.append((low, free, fixed_fraction))
+    return tuple(out)
+
+
+def _free_digits(x: FracBound, y: FracBound, free: int, fixed: str) -> Optional[tuple[int, int]]:
+    """The range of D for fractions f between the bounds that are ``free`` digits D, then ``fixed``,
+    then zeros (None: empty)."""
+    scale = Decimal(10) ** free
+    phi = Decimal("0." + fixed) if fixed else Decimal(0)  # what ``fixed`` adds to D, in units of 10**-free
+    d_lo, d_hi = 0, 10**free - 1
+    if x is not None and x[0]:
+        bound = Decimal("0." + x[0]) * scale - phi
+        d_lo = max(d_lo, int(bound.to_integral_value(ROUND_CEILING)) if x[1] else int(bound.to_integral_value(ROUND_FLOOR)) + 1)
+    elif x is not None and not x[1] and not fixed:
+        d_lo = max(d_lo, 1)  # above an exclusive 0: D = 0 is 0 itself
+    if y is not None:
+        bound = Decimal("0." + y[0]) * scale - phi if y[0] else -phi
+        d_hi = min(d_hi, int(bound.to_integral_value(ROUND_FLOOR)) if y[1] else int(bound.to_integral_value(ROUND_CEILING)) - 1)
+    return None if d_lo > d_hi else (d_lo, d_hi)
+
+
+def _step_fraction(free: int, d_lo: int, d_hi: int, fixed: tuple[str, ...]) -> Frac:
+    """``free`` digits D in [d_lo, d_hi], then one of ``fixed``, then zeros; with no ``fixed``, D's
+    trailing zeros may be left out (then the fraction may be empty)."""
+    zeros = Repeat(lit("0"), 0, None)
+    if fixed:
+        free_digits = _fixed(str(d_lo).zfill(free), str(d_hi).zfill(free)) if free else EPS
+        return False, seq(free_digits, alt(*(lit(f) for f in fixed)), zeros)
+    options: list[Optional[RegExpr]] = []
+    for n in range(1, free + 1):  # D written with n digits: D = E·10**(free-n)
+        unit = 10 ** (free - n)
+        e_lo, e_hi = -(-d_lo // unit), d_hi // unit
+        if e_lo <= e_hi:
+            options.append(_fixed(str(e_lo).zfill(n), str(e_hi).zfill(n)))
+    rest = seq(alt(*options), zeros) if options else None
+    if d_lo == 0:
+        rest = alt(rest, Repeat(lit("0"), 1, None))
+    return d_lo == 0, rest
 
 
 def _signed_range(lo: Optional[Decimal], lo_excl: bool, hi: Optional[Decimal], hi_excl: bool,
