@@ -69,7 +69,7 @@ def test_unevaluated_properties_false_sound(schema: dict) -> None:
 
 
 NOT_VALUES: list[Any] = [None, True, False, 0, 1.5, "", "a", "b", "ab", "x", "xc", "abc", "abcd", [], [1], {},
-                         {"a": 1}, {"b": 1}, {"a": 1, "b": 2}]
+                         {"a": 1}, {"b": 1}, {"a": 1, "b": 2}, 1, 3, -2, 2.5, 20]
 NOT_EXACT = [
     {"not": {"type": "string"}},
     {"not": {"type": ["object", "array", "number"]}},
@@ -86,6 +86,11 @@ NOT_EXACT = [
     {"not": {"required": []}},
     {"not": True},
     {"not": False},
+    # numbers: the range cut into gaps around the values
+    {"type": "number", "not": {"const": 1.5}},
+    {"type": "integer", "not": {"enum": [0, 3, 2.5]}},
+    {"not": {"enum": [1, "a", None]}, "minimum": 0},
+    {"type": "number", "multipleOf": 0.5, "maximum": 2.5, "not": {"enum": [1.5, 2.5]}},
 ]
 
 
@@ -109,7 +114,7 @@ def test_not_exact(schema: dict) -> None:
         ({"not": {"not": {"type": "string"}}}, "/not"),
         ({"type": ["number", "string"], "not": {"type": "integer"}}, "/not/type"),
         ({"type": "object", "not": {"required": ["a", "b"]}}, "/not/required"),
-        ({"type": "number", "not": {"const": 3}}, "/not/const"),
+        ({"type": "object", "not": {"const": {"a": 3}}}, "/not/const"),
         ({"type": "string", "maxLength": 100, "not": {"const": "a"}}, "/"),
     ],
 )
@@ -207,7 +212,7 @@ def test_contains_exact(schema: dict) -> None:
 
 def test_contains_unsupported_forms() -> None:
     for schema in ({"contains": {"minLength": 2, "type": "string"}, "maxContains": 2},
-                   {"contains": {"const": 1}, "maxContains": 1},  # its negation fails: named by the user's pointer
+                   {"contains": {"const": [1]}, "maxContains": 1},  # its negation fails: named by the user's pointer
                    {"contains": {"type": "string"}, "minContains": 5, "minItems": 2000}):
         with pytest.raises(ValueError) as info:
             parse_json_schema(schema)

@@ -171,3 +171,37 @@ def test_integer_multiple_of_on_half_lines_exact(k: int, bounds: dict) -> None:
     parser = EarleyParser(normalize(parse_json_schema(schema)))
     for n in [*range(-300, 301), k * 123456789, -k * 98765, k * 10**20 + 1, -k * 10**20]:
         assert (check_parser(parser, str(n)).status == "complete") == validator.is_valid(n), (schema, n)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
+@given(values=st.lists(st.one_of(st.integers(-20, 20), st.decimals(min_value=-20, max_value=20, places=2,
+                                                                    allow_nan=False, allow_infinity=False)),
+                       min_size=1, max_size=4),
+       lo=bound, hi=bound, ints=st.booleans(), seed=st.integers(0, 2**32 - 1))
+def test_not_of_numbers_every_spelling(values: list, lo: Any, hi: Any, ints: bool, seed: int) -> None:
+    """``not`` of number values (``const``/``enum``): the range minus those values, every spelling with an
+    exponent in -10..10 decided as ``jsonschema`` decides (equality of few-digit numbers is exact in floats)."""
+    schema: dict[str, Any] = {"type": "integer" if ints else "number", "not": {"enum": [_json_number(v) for v in values]}}
+    if lo is not None:
+        schema["minimum"] = _json_number(lo)
+    if hi is not None:
+        schema["maximum"] = _json_number(hi)
+    validator = jsonschema.Draft202012Validator(schema)
+    try:
+        bnf = normalize(parse_json_schema(schema))
+    except ValueError as e:
+        assert "unsatisfiable" in str(e), e
+        return
+    parser = EarleyParser(bnf)
+    rnd = random.Random(seed)
+    texts = [spelling(rnd) for _ in range(SPELLINGS_PER_SCHEMA)]
+    texts += [(format(Decimal(v), "f"), None) for v in values] + [(f"{Decimal(v) * 10}e-1", -1) for v in values]
+    for text, e in texts:
+        valid = validator.is_valid(json.loads(text))
+        got = check_parser(parser, text).status == "complete"
+        if ints:
+            assert got == (valid and e is None and "." not in text and text != "-0"), (schema, text, got, valid)
+        elif e is None or -10 <= e <= 10:
+            assert got == valid, (schema, text, got, valid)
+        else:
+            assert valid or not got, (schema, text)

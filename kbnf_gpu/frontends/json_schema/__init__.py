@@ -54,7 +54,8 @@ property order described below):
   ignores siblings of ``$ref`` as the spec says;
 * ``allOf`` (a true conjunction, not a merge heuristic), ``anyOf``;
 * ``not`` of one ``type``, ``const``, ``enum``, single-name ``required`` or
-  ``pattern`` (annotations aside); a negated number/object/array value, a
+  ``pattern`` (annotations aside); negated numbers cut the range into gaps
+  around them (every spelling as for bounds); a negated object/array value, a
   negated ``integer`` next to ``number``, or strings longer than 32 under a
   negated value or pattern are refused (``strict``);
 * ``dependentRequired``, ``dependentSchemas``, ``dependencies`` (three

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 import re
 from math import gcd, lcm
 from collections import deque
@@ -42,6 +43,7 @@ MAX_ENUMERATED_MULTIPLES = 256
 MAX_MODULUS_STATES = 12  # multipleOf k (not dividing a power of ten) as an automaton: k up to this
 MAX_MODULUS_RULES = 1000  # beyond, multipleOf k is one rule per residue (on half-lines)
 SMALL_COUNT = 32
+MAX_EXCLUDED_NUMBERS = 256  # 'not' of number values: the range is cut into that many gaps
 MAX_CONTAINS = 4  # 'contains' on one array: each element is one of 2**n variants
 MAX_CONTAINS_STATES = 4096  # positions × counts of an array with 'contains'
 MAX_EXCLUDED_KEY = 128  # code points of the longest declared name that additional keys are kept apart from  # counted repetitions up to this are left to ``normalize`` to unroll
@@ -231,6 +233,7 @@ class Builder:
         t = set(m.types)
         booleans = {True: "true", False: "false"}
         drops: list[Rx] = [pattern_language(src, over=True) for src, _ in m.not_patterns if "string" in t]
+        excluded: list[Decimal] = []
         for v, where in m.not_values:
             if v is None:
                 t.discard("null")
@@ -238,14 +241,18 @@ class Builder:
                 booleans.pop(v, None)
             elif isinstance(v, str):
                 drops.append(word(v))
-            elif (isinstance(v, (int, float)) and t & {"int", "frac"}) or (isinstance(v, dict) and "object" in t) \
-                    or (isinstance(v, list) and "array" in t):
-                self.doc.problem("'not' of a number, object or array value is unsupported", where)
+            elif isinstance(v, (int, float)):
+                if len(excluded) >= MAX_EXCLUDED_NUMBERS:
+                    self.doc.problem(f"'not' of more than {MAX_EXCLUDED_NUMBERS} numbers is unsupported", where)
+                elif not isinstance(v, float) or math.isfinite(v):
+                    excluded.append(Decimal(str(v)))
+            elif (isinstance(v, dict) and "object" in t) or (isinstance(v, list) and "array" in t):
+                self.doc.problem("'not' of an object or array value is unsupported", where)
         out: list[Optional[ir.Expr]] = []
         if "string" in t:
             out.append(self._string(m, drops))
         if "int" in t or "frac" in t:
-            out.append(self._number(m))
+            out.append(self._number(m, excluded))
         if "boolean" in t and booleans:
             out.append(BOOLEAN if len(booleans) == 2 else self.term(alt(*map(lit, booleans.values())), "boolean"))
         if "null" in t:
@@ -297,7 +304,9 @@ class Builder:
 
     # ------------------------------------------------------------ numbers
 
-    def _number(self, m: Merged) -> Optional[ir.Expr]:
+    def _number(self, m: Merged, excluded: list[Decimal]) -> Optional[ir.Expr]:
+        """Numbers in the bounds, multiples of every ``multipleOf``, none equal to an ``excluded`` value
+        (``not`` of a ``const``/``enum``): the range is cut into gaps around those values."""
         ints_only = "frac" not in m.types
         step = _common_multiple([v for v, _ in m.multiple_of]) if m.multiple_of else None
         where = m.multiple_of[0][1] if m.multiple_of else m.where
@@ -325,20 +334,28 @@ class Builder:
                 a, b = INTEGER_FORMATS[fmt]
                 lo = tighter_lo(lo, (Decimal(a), False))
                 hi = tighter_hi(hi, (Decimal(b), False))
+        gaps = _gaps(lo, hi, excluded)
         if not ints_only:
-            if lo is None and hi is None and step is None:
+            if gaps == [(None, None)] and step is None:
                 return ANY_NUMBER
-            rx = decimal_range(lo[0] if lo else None, bool(lo and lo[1]), hi[0] if hi else None, bool(hi and hi[1]),
-                               step)
+            rx = alt(*(decimal_range(a[0] if a else None, bool(a and a[1]), b[0] if b else None, bool(b and b[1]), step)
+                       for a, b in gaps))
             return self.term(rx, "number") if rx is not None else None
+        parts = [self._integers(a, b, k, m) for a, b in gaps]
+        parts = [p for p in parts if p is not None]
+        return None if not parts else parts[0] if len(parts) == 1 else ir.Choice(tuple(parts))
+
+    def _integers(self, lo: Optional[tuple[Decimal, bool]], hi: Optional[tuple[Decimal, bool]], k: int,
+                  m: Merged) -> Optional[ir.Expr]:
+        """Integers in the bounds that are multiples of ``k``."""
         ilo = ihi = None
         if lo is not None:
             ilo = int(lo[0].to_integral_value(ROUND_FLOOR)) + 1 if lo[1] else int(lo[0].to_integral_value(ROUND_CEILING))
         if hi is not None:
             ihi = int(hi[0].to_integral_value(ROUND_CEILING)) - 1 if hi[1] else int(hi[0].to_integral_value(ROUND_FLOOR))
+        if ilo is not None and ihi is not None and ilo > ihi:
+            return None
         if k == 1:
-            if ilo is not None and ihi is not None and ilo > ihi:
-                return None
             return integer_terminal(ilo, ihi)
         if ilo is not None and ihi is not None and (ihi - ilo) // k <= MAX_ENUMERATED_MULTIPLES:
             first = -((-ilo) // k) * k
@@ -842,6 +859,23 @@ def _integer_and_exponent(v: Decimal) -> tuple[int, int]:
     """``(n, e)`` with ``v == n * 10**e`` and ``n`` not a multiple of 10 (``v`` > 0)."""
     _, digits, exp = v.normalize().as_tuple()
     return int("".join(map(str, digits))), int(exp)
+
+
+def _gaps(lo: Optional[tuple[Decimal, bool]], hi: Optional[tuple[Decimal, bool]],
+          points: list[Decimal]) -> list[tuple[Optional[tuple[Decimal, bool]], Optional[tuple[Decimal, bool]]]]:
+    """The range ``(lo, hi)`` (bounds as ``(value, exclusive)``, None: unbounded) without ``points``: the
+    intervals between them, each excluding the points at its ends (some may be empty)."""
+    out = []
+    start = lo
+    for p in sorted(set(points)):
+        if start is not None and (p < start[0] or (p == start[0] and start[1])):
+            continue
+        if hi is not None and (p > hi[0] or (p == hi[0] and hi[1])):
+            break
+        out.append((start, (p, True)))
+        start = (p, True)
+    out.append((start, hi))
+    return out
 
 
 def _within_digits(v: Decimal) -> bool:
