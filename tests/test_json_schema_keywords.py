@@ -91,6 +91,8 @@ NOT_EXACT = [
     {"type": "integer", "not": {"enum": [0, 3, 2.5]}},
     {"not": {"enum": [1, "a", None]}, "minimum": 0},
     {"type": "number", "multipleOf": 0.5, "maximum": 2.5, "not": {"enum": [1.5, 2.5]}},
+    {"not": {"type": "integer"}},
+    {"type": "number", "minimum": -2, "exclusiveMaximum": 2.5, "not": {"type": "integer"}},
 ]
 
 
@@ -112,7 +114,7 @@ def test_not_exact(schema: dict) -> None:
     [
         ({"not": {"type": "string", "minLength": 2}}, "/not"),
         ({"not": {"not": {"type": "string"}}}, "/not"),
-        ({"type": ["number", "string"], "not": {"type": "integer"}}, "/not/type"),
+        ({"type": "number", "multipleOf": 0.5, "not": {"type": "integer"}}, "/multipleOf"),
         ({"type": "object", "not": {"required": ["a", "b"]}}, "/not/required"),
         ({"type": "object", "not": {"const": {"a": 3}}}, "/not/const"),
         ({"type": "string", "maxLength": 100, "not": {"const": "a"}}, "/"),
@@ -248,7 +250,7 @@ def test_if_then_else_exact(schema: dict) -> None:
 
 def test_if_that_cannot_be_negated_is_refused() -> None:
     for schema in ({"if": {"properties": {"a": {}, "b": {}}}, "then": {"required": ["a"]}},
-                   {"if": {"type": "integer"}, "then": {"minimum": 3}}):  # a negation that fails while expanded
+                   {"if": {"const": [1]}, "then": {"minimum": 3}}):  # a negation that fails while expanded
         with pytest.raises(ValueError) as info:
             parse_json_schema(schema)
         assert info.value.pointer == "/if", str(info.value)

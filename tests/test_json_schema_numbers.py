@@ -177,11 +177,13 @@ def test_integer_multiple_of_on_half_lines_exact(k: int, bounds: dict) -> None:
 @given(values=st.lists(st.one_of(st.integers(-20, 20), st.decimals(min_value=-20, max_value=20, places=2,
                                                                     allow_nan=False, allow_infinity=False)),
                        min_size=1, max_size=4),
-       lo=bound, hi=bound, ints=st.booleans(), seed=st.integers(0, 2**32 - 1))
-def test_not_of_numbers_every_spelling(values: list, lo: Any, hi: Any, ints: bool, seed: int) -> None:
-    """``not`` of number values (``const``/``enum``): the range minus those values, every spelling with an
-    exponent in -10..10 decided as ``jsonschema`` decides (equality of few-digit numbers is exact in floats)."""
-    schema: dict[str, Any] = {"type": "integer" if ints else "number", "not": {"enum": [_json_number(v) for v in values]}}
+       lo=bound, hi=bound, ints=st.booleans(), fractional=st.booleans(), seed=st.integers(0, 2**32 - 1))
+def test_not_of_numbers_every_spelling(values: list, lo: Any, hi: Any, ints: bool, fractional: bool, seed: int) -> None:
+    """``not`` of number values (``const``/``enum``) and of ``integer``: the range minus those values (and
+    minus the integers), every spelling with an exponent in -10..10 decided as ``jsonschema`` decides
+    (equality and integrality of few-digit numbers are exact in floats)."""
+    negations = [{"not": {"enum": [_json_number(v) for v in values]}}] + ([{"not": {"type": "integer"}}] if fractional else [])
+    schema: dict[str, Any] = {"type": "integer" if ints else "number", "allOf": negations}
     if lo is not None:
         schema["minimum"] = _json_number(lo)
     if hi is not None:

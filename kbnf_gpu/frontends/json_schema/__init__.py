@@ -55,9 +55,11 @@ property order described below):
 * ``allOf`` (a true conjunction, not a merge heuristic), ``anyOf``;
 * ``not`` of one ``type``, ``const``, ``enum``, single-name ``required`` or
   ``pattern`` (annotations aside); negated numbers cut the range into gaps
-  around them (every spelling as for bounds); a negated object/array value, a
-  negated ``integer`` next to ``number``, or strings longer than 32 under a
-  negated value or pattern are refused (``strict``);
+  around them, a negated ``integer`` next to ``number`` leaves the numbers
+  whose value is no integer (both with every spelling as for bounds; the
+  latter one lexeme per exponent, not with ``multipleOf``); a negated
+  object/array value or strings longer than 32 under a negated value or
+  pattern are refused (``strict``);
 * ``dependentRequired``, ``dependentSchemas``, ``dependencies`` (three
   disjoint branches per name: not an object, an object without the name, an
   object with it and what it brings);

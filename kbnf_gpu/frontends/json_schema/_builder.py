@@ -35,7 +35,7 @@ from ._strings import encode, quoted, word
 from ._validate import Validator, json_key
 from ._scalars import ANY_NUMBER, BOOLEAN, NULL, format_terminal, integer_terminal
 from .formats import FORMATS, INTEGER_FORMATS, UNSUPPORTED_FORMATS, format_language
-from .numbers import MAX_DIGITS, decimal_range, integer_multiples, integer_range, multiple_of_regex, step_digits
+from .numbers import MAX_DIGITS, decimal_range_parts, integer_multiples, integer_range, multiple_of_regex, step_digits
 
 MAX_INDENT_UNROLL = 16  # indent layout: instances of one subschema at distinct depths
 MAX_PATTERN_PROPERTIES = 6
@@ -336,11 +336,17 @@ class Builder:
                 hi = tighter_hi(hi, (Decimal(b), False))
         gaps = _gaps(lo, hi, excluded)
         if not ints_only:
-            if gaps == [(None, None)] and step is None:
+            fractional = "int" not in m.types  # not integer: the numbers whose value is no integer
+            if fractional and step is not None:
+                self.doc.problem("'not' of 'integer' together with 'multipleOf' is unsupported", where)
+                fractional = False
+            if gaps == [(None, None)] and step is None and not fractional:
                 return ANY_NUMBER
-            rx = alt(*(decimal_range(a[0] if a else None, bool(a and a[1]), b[0] if b else None, bool(b and b[1]), step)
-                       for a, b in gaps))
-            return self.term(rx, "number") if rx is not None else None
+            parts = [part for a, b in gaps for part in decimal_range_parts(
+                a[0] if a else None, bool(a and a[1]), b[0] if b else None, bool(b and b[1]), step, fractional)]
+            if fractional:  # each exponent its own lexeme: their union's automaton counts digits and zeros for all
+                return ir.Choice(tuple(self.term(part, "number") for part in parts)) if parts else None
+            return self.term(alt(*parts), "number") if parts else None
         parts = [self._integers(a, b, k, m) for a, b in gaps]
         parts = [p for p in parts if p is not None]
         return None if not parts else parts[0] if len(parts) == 1 else ir.Choice(tuple(parts))

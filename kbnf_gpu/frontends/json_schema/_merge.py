@@ -258,12 +258,7 @@ def _negate(doc: Document, m: Merged, arg: Any, at: str) -> None:
     kw, value = keys[0], arg[keys[0]]
     where = child(at, kw)
     if kw == "type":
-        removed = _type_set(doc, value, where)
-        if "int" in removed and "frac" not in removed and "frac" in m.types:
-            doc.problem("'not' of 'integer' leaves the numbers with a fraction, which this grammar cannot single "
-                        "out (1.0 is an integer)", where)
-            removed.add("frac")
-        m.types -= removed
+        m.types -= _type_set(doc, value, where)  # not integer: "frac" stays, the numbers that are no integer
     elif kw in ("const", "enum"):
         m.not_values.extend((v, where) for v in _enum_values(doc, kw, value, where))
     elif kw == "required":  # "required" holds for every non-object: only objects can fail it

@@ -203,11 +203,12 @@ FracBound = Optional[tuple[str, bool]]  # fraction digits x of a bound 0.x and w
 
 
 def _plain_magnitude(a: Decimal, a_excl: bool, b: Optional[Decimal], b_excl: bool,
-                     step: Optional[Decimal] = None) -> Optional[RegExpr]:
+                     step: Optional[Decimal] = None, off_grid: Optional[int] = None) -> Optional[RegExpr]:
     """Non-negative numbers without sign or exponent, a <= v <= b (exclusive per flags): pieces of an
     integer part in a range and a fraction between bounds (None: from 0 / below 1). With ``step``,
     multiples of it: each piece met with each tail of ``step_digits`` by arithmetic on the bounds
-    (an automaton product written back as a regex grows exponentially in the digits)."""
+    (an automaton product written back as a regex grows exponentially in the digits); with
+    ``off_grid`` g, the numbers that are no multiple of 10**g (``_off_grid``)."""
     if b is not None and (a > b or (a == b and (a_excl or b_excl))):
         return None
     ai, af = _split(a)
@@ -222,6 +223,8 @@ def _plain_magnitude(a: Decimal, a_excl: bool, b: Optional[Decimal], b_excl: boo
             pieces = [(ai, ai, low_frac, high_frac)]
         else:
             pieces = [(ai, ai, low_frac, None), (ai + 1, bi - 1, None, None), (bi, bi, None, high_frac)]
+    if off_grid is not None:
+        return alt(*(_with_int(ints, frac) for lo, hi, x, y in pieces for ints, frac in _off_grid(lo, hi, x, y, off_grid)))
     if step is None:
         return alt(*(_with_int(_int_part(lo, hi), _fraction(x, y)) for lo, hi, x, y in pieces))
     return alt(*(_with_int(_int_part(lo, hi, lows), frac)
@@ -252,6 +255,89 @@ def _fraction(x: FracBound, y: FracBound) -> Frac:
     if y is None:
         return (True, Repeat(DIGIT, 1, None)) if x is None else _ge(*x)
     return _le(*y) if x is None else _between(*x, *y)
+
+
+def _off_grid(lo: int, hi: Optional[int], x: FracBound, y: FracBound, g: int) -> list[tuple[Optional[RegExpr], Frac]]:
+    """Numbers with an integer part in [lo, hi] and a fraction between ``x`` and ``y`` that are no multiple
+    of 10**g: for g <= 0 a non-zero digit after the first -g fraction digits; for g > 0 a non-zero
+    fraction, or a zero one after an integer part with fewer than g trailing zeros."""
+    ints = _int_part(lo, hi)
+    if g <= 0:
+        return [(ints, _beyond(x, y, -g))]
+    out = [(ints, _beyond(x, y, 0))]
+    zero_fraction = (x is None or (not x[0] and x[1])) and not (y is not None and not y[0] and not y[1])
+    if zero_fraction:
+        out.append((_int_off_grid(lo, hi, g), (True, Repeat(lit("0"), 1, None))))
+    return out
+
+
+def _beyond(x: FracBound, y: FracBound, h: int) -> Frac:
+    """Fractions between the bounds with a non-zero digit after the first ``h``: the first h digits D,
+    then a non-zero rest r in (0, 1), with v = (D + r)·10**-h; D at the ends of its range bounds r."""
+    scale = 10**h
+    low = Decimal("0." + x[0]) * scale if x is not None and x[0] else Decimal(0)
+    d_lo, r_digits = _split(low)
+    r_lo: FracBound = (r_digits, x[1]) if r_digits and x is not None else ("", False)  # r > 0 always
+    if y is None:
+        d_hi, r_hi = scale - 1, None
+    else:
+        high = Decimal("0." + y[0]) * scale if y[0] else Decimal(0)
+        d_hi, r_digits = _split(high)
+        r_hi = (r_digits, y[1]) if r_digits else None
+        if not r_digits:
+            d_hi -= 1  # D + r < an integer bound: D below it, any r
+    if d_lo > d_hi:
+        return False, None
+
+    def d(v: int) -> RegExpr:
+        return lit(str(v).zfill(h)) if h else EPS
+
+    def rest(lower: FracBound, upper: FracBound) -> Optional[RegExpr]:
+        lower = lower or ("", False)
+        return (_ge(*lower) if upper is None else _between(*lower, *upper))[1]
+
+    if d_lo == d_hi:
+        return False, seq(d(d_lo), rest(r_lo, r_hi))
+    middle = seq(_fixed(str(d_lo + 1).zfill(h), str(d_hi - 1).zfill(h)), NONZERO_DIGITS) if d_hi - d_lo >= 2 else None
+    return False, alt(seq(d(d_lo), rest(r_lo, None)), middle, seq(d(d_hi), rest(None, r_hi)))
+
+
+def _int_off_grid(lo: int, hi: Optional[int], g: int) -> Optional[RegExpr]:
+    """Canonical naturals in [lo, hi] that are no multiple of 10**g (g > 0): below 10**g, or
+    m·10**g + r with r in [1, 10**g - 1] written with g digits."""
+    unit = 10**g
+    if hi is None:  # the numbers with the digits of lo, then the longer ones: fewer than g trailing zeros
+        n = len(str(max(lo, 1)))
+        longer = [seq(NZ_DIGIT, Repeat(DIGIT, max(0, n - 1 - j), None), NZ_DIGIT, Repeat(lit("0"), j, j))
+                  for j in range(g)]  # written so that an automaton need not guess where the last g digits start
+        longer += [seq(NZ_DIGIT, Repeat(lit("0"), j, j)) for j in range(n, g)]  # one non-zero digit, j zeros
+        return alt(_int_off_grid(lo, 10**n - 1, g), *longer)
+
+    def tail(r_lo: int, r_hi: int) -> Optional[RegExpr]:
+        return _fixed(str(r_lo).zfill(g), str(r_hi).zfill(g)) if r_lo <= r_hi else None
+
+    options: list[Optional[RegExpr]] = []
+    if max(lo, 1) <= min(hi, unit - 1):
+        options.append(natural_range(max(lo, 1), min(hi, unit - 1)))
+    m_lo, m_hi = max(1, lo // unit), hi // unit
+    if m_lo == m_hi:
+        options.append(seq(lit(str(m_lo)), tail(max(1, lo - m_lo * unit), min(unit - 1, hi - m_lo * unit))))
+    elif m_lo < m_hi:
+        options.append(seq(lit(str(m_lo)), tail(max(1, lo - m_lo * unit), unit - 1)))
+        for a, b in _by_length(m_lo + 1, m_hi - 1):  # m of one length at a time: the tail starts at a known digit
+            options.append(seq(_fixed(str(a), str(b)), tail(1, unit - 1)))
+        options.append(seq(lit(str(m_hi)), tail(1, hi - m_hi * unit)))
+    return alt(*options)
+
+
+def _by_length(a: int, b: int) -> list[tuple[int, int]]:
+    """[a, b] (naturals, a >= 1) split into ranges of numbers with the same count of digits."""
+    out = []
+    while a <= b:
+        top = min(b, 10 ** len(str(a)) - 1)
+        out.append((a, top))
+        a = top + 1
+    return out
 
 
 def _int_part(lo: int, hi: Optional[int], lows: tuple[str, ...] = ("",)) -> Optional[RegExpr]:
@@ -311,14 +397,26 @@ def magnitude_range(a: Decimal, a_excl: bool, b: Optional[Decimal], b_excl: bool
 
 
 def decimal_range(
-    lo: Optional[Decimal], lo_excl: bool, hi: Optional[Decimal], hi_excl: bool, step: Optional[Decimal] = None
+    lo: Optional[Decimal], lo_excl: bool, hi: Optional[Decimal], hi_excl: bool, step: Optional[Decimal] = None,
+    fractional: bool = False,
 ) -> Optional[RegExpr]:
-    """JSON numbers v with lo <= v <= hi (see the module docstring for exactness), and multiples of
-    ``step`` when given (``step_digits`` must accept it): exact in plain notation and for exponents
-    in the window, where each exponent's mantissas are a plain range intersected with the plain
-    multiples of ``step`` shifted by it; larger exponents are not generated."""
+    """``decimal_range_parts`` as one regular expression."""
+    return alt(*decimal_range_parts(lo, lo_excl, hi, hi_excl, step, fractional))
+
+
+def decimal_range_parts(
+    lo: Optional[Decimal], lo_excl: bool, hi: Optional[Decimal], hi_excl: bool, step: Optional[Decimal] = None,
+    fractional: bool = False,
+) -> list[RegExpr]:
+    """JSON numbers v with lo <= v <= hi (see the module docstring for exactness); with ``step`` (which
+    ``step_digits`` must accept) its multiples, with ``fractional`` the values that are no integer (not
+    both): exact in plain notation and for exponents in the window, where each exponent's mantissas
+    are a plain range met with the multiples of ``step`` (or the non-multiples of 1) shifted by it;
+    larger exponents are not generated. The parts: no exponent, each exponent of the window, zero
+    (a caller may make them separate lexemes where one automaton of them all would be large)."""
+    assert step is None or not fractional
     if lo is not None and hi is not None and (lo > hi or (lo == hi and (lo_excl or hi_excl))):
-        return None
+        return []
     for v in (lo, hi):
         if v is not None and (not v.is_finite() or v.adjusted() > MAX_DIGITS):
             raise GrammarError(f"number bound {v} is too large")
@@ -327,15 +425,16 @@ def decimal_range(
         shifted = None if step is None else step.scaleb(-e)
         mantissas = _signed_range(None if lo is None else lo.scaleb(-e), lo_excl,
                                   None if hi is None else hi.scaleb(-e), hi_excl,
-                                  lambda *bounds: _plain_magnitude(*bounds, shifted))
+                                  lambda *bounds: _plain_magnitude(*bounds, shifted, -e if fractional else None))
         if mantissas is not None:
             windowed.append(seq(mantissas, exponent_spelling(e)))
     zero_fits = (lo is None or lo < 0 or (lo == 0 and not lo_excl)) and (hi is None or hi > 0 or (hi == 0 and not hi_excl))
-    if step is None:
+    if step is None and not fractional:
         plain = _signed_range(lo, lo_excl, hi, hi_excl, magnitude_range)
     else:
-        plain = _signed_range(lo, lo_excl, hi, hi_excl, lambda *bounds: _plain_magnitude(*bounds, step))
-    return alt(plain, *windowed, ZERO if zero_fits else None)
+        plain = _signed_range(lo, lo_excl, hi, hi_excl,
+                              lambda *bounds: _plain_magnitude(*bounds, step, 0 if fractional else None))
+    return [part for part in (plain, *windowed, ZERO if zero_fits and not fractional else None) if part is not None]
 
 
 MAX_STEP_EXPONENT = 60  # a step's power of ten: each exponent's mantissas spell out that many digits
@@ -461,6 +560,7 @@ NUMBER: RegExpr = seq(
     Repeat(EXPONENT, 0, 1),
 )  # type: ignore[assignment]
 INTEGER: RegExpr = integer_range(None, None)  # type: ignore[assignment]
+
 
 
 def multiple_of_regex(k: int) -> Optional[RegExpr]:
