@@ -428,9 +428,10 @@ def test_formats_against_checker() -> None:
 # -------------------------------------------------------- errors & warnings
 
 UNSUPPORTED_CASES = [
-    ({"properties": {"a": {"not": {"type": "string", "minLength": 2}}}}, "/properties/a/not"),
-    ({"items": {"if": {"type": "string", "minLength": 2}, "then": {}}}, "/items/if"),
-    ({"$defs": {"x~/y": {"contains": {}, "maxContains": 2}}, "$ref": "#/$defs/x~0~1y"}, "/$defs/x~0~1y/contains"),
+    ({"properties": {"a": {"not": {"type": "string", "format": "email"}}}}, "/properties/a/not"),
+    ({"items": {"if": {"type": "string", "format": "email"}, "then": {}}}, "/items/if"),
+    ({"$defs": {"x~/y": {"contains": {"format": "email"}, "maxContains": 2}}, "$ref": "#/$defs/x~0~1y"},
+     "/$defs/x~0~1y/contains"),
     ({"type": "array", "unevaluatedItems": False}, "/unevaluatedItems"),
     ({"type": "object", "unevaluatedProperties": {"type": "integer"}}, "/unevaluatedProperties"),
     ({"anyOf": [{"type": "string", "format": "idn-hostname"}]}, "/anyOf/0/format"),

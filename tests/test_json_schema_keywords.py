@@ -93,6 +93,16 @@ NOT_EXACT = [
     {"type": "number", "multipleOf": 0.5, "maximum": 2.5, "not": {"enum": [1.5, 2.5]}},
     {"not": {"type": "integer"}},
     {"type": "number", "minimum": -2, "exclusiveMaximum": 2.5, "not": {"type": "integer"}},
+    # written out as the schema of what fails: bounds, and by De Morgan conjunctions, anyOf, allOf
+    {"not": {"type": "string", "minLength": 2}},
+    {"not": {"minimum": 2}},
+    {"not": {"maxItems": 0, "type": "array"}},
+    {"not": {"not": {"type": "string", "maxLength": 1}}},
+    {"type": "object", "not": {"required": ["a", "b"]}},
+    {"not": {"properties": {"a": {"type": "integer"}, "b": {"const": 2}}, "required": ["a"]}},
+    {"not": {"anyOf": [{"type": "string"}, {"exclusiveMaximum": 2}]}},
+    {"not": {"allOf": [{"required": ["a"]}, {"maxProperties": 1}]}},
+    {"not": {"minProperties": 0}},
 ]
 
 
@@ -112,10 +122,9 @@ def test_not_exact(schema: dict) -> None:
 @pytest.mark.parametrize(
     "schema,pointer",
     [
-        ({"not": {"type": "string", "minLength": 2}}, "/not"),
-        ({"not": {"not": {"type": "string"}}}, "/not"),
+        ({"not": {"type": "string", "format": "email"}}, "/not"),
+        ({"not": {"items": {"type": "string"}}}, "/not"),
         ({"type": "number", "multipleOf": 0.5, "not": {"type": "integer"}}, "/multipleOf"),
-        ({"type": "object", "not": {"required": ["a", "b"]}}, "/not/required"),
         ({"type": "object", "not": {"const": {"a": 3}}}, "/not/const"),
         ({"type": "string", "maxLength": 100, "not": {"const": "a"}}, "/"),
     ],
@@ -195,6 +204,7 @@ COUNTED_CONTAINS = [
     {"allOf": [{"contains": {"type": "string"}, "minContains": 2}, {"contains": {"type": "null"}}], "maxItems": 3},
     {"contains": {"const": "a"}, "minContains": 0, "maxContains": 1, "minItems": 3},
     {"contains": {"type": "string"}, "minItems": 3, "maxItems": 2},
+    {"contains": {"type": "string", "minLength": 1}, "maxContains": 1},
 ]
 
 
@@ -213,7 +223,7 @@ def test_contains_exact(schema: dict) -> None:
 
 
 def test_contains_unsupported_forms() -> None:
-    for schema in ({"contains": {"minLength": 2, "type": "string"}, "maxContains": 2},
+    for schema in ({"contains": {"items": {"type": "string"}}, "maxContains": 2},
                    {"contains": {"const": [1]}, "maxContains": 1},  # its negation fails: named by the user's pointer
                    {"contains": {"type": "string"}, "minContains": 5, "minItems": 2000}):
         with pytest.raises(ValueError) as info:
@@ -236,6 +246,9 @@ IFS = [
     # an 'if' no negation can write: without 'then' it is 'if' or 'else', without both nothing
     {"if": {"type": "object", "minProperties": 2}, "else": {"type": "string", "maxLength": 1}},
     {"if": {"type": "object", "minProperties": 2}},
+    # and with 'then', once the negation of the 'if' is written out
+    {"if": {"type": "object", "minProperties": 2}, "then": {"required": ["a"]}, "else": {"type": ["string", "null"]}},
+    {"if": {"minimum": 4}, "then": {"multipleOf": 2}, "else": {"type": "string", "maxLength": 1}},
 ]
 
 
@@ -249,7 +262,7 @@ def test_if_then_else_exact(schema: dict) -> None:
 
 
 def test_if_that_cannot_be_negated_is_refused() -> None:
-    for schema in ({"if": {"properties": {"a": {}, "b": {}}}, "then": {"required": ["a"]}},
+    for schema in ({"if": {"items": {"type": "string"}}, "then": {"required": ["a"]}},
                    {"if": {"const": [1]}, "then": {"minimum": 3}}):  # a negation that fails while expanded
         with pytest.raises(ValueError) as info:
             parse_json_schema(schema)

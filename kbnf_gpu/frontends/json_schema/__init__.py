@@ -54,7 +54,11 @@ property order described below):
   ignores siblings of ``$ref`` as the spec says;
 * ``allOf`` (a true conjunction, not a merge heuristic), ``anyOf``;
 * ``not`` of one ``type``, ``const``, ``enum``, single-name ``required`` or
-  ``pattern`` (annotations aside); negated numbers cut the range into gaps
+  ``pattern`` (annotations aside), and of what ``_merge.negation`` writes
+  out as the schema of the values that fail: a bound (``minimum``,
+  ``maxLength``, ``minItems``...: the values of its type beyond it),
+  ``properties`` of one name, ``not``, and by De Morgan conjunctions of
+  those, ``anyOf`` and ``allOf``; negated numbers cut the range into gaps
   around them, a negated ``integer`` next to ``number`` leaves the numbers
   whose value is no integer (both with every spelling as for bounds; the
   latter one lexeme per exponent, not with ``multipleOf``); a negated
@@ -63,9 +67,9 @@ property order described below):
 * ``dependentRequired``, ``dependentSchemas``, ``dependencies`` (three
   disjoint branches per name: not an object, an object without the name, an
   object with it and what it brings);
-* ``if``/``then``/``else`` where the ``if`` can be negated (one negatable
-  keyword as for ``not``, or ``properties`` of one name whose schema is one,
-  optionally ``required``: the discriminator pattern): two disjoint branches;
+* ``if``/``then``/``else`` where the ``if`` can be negated (as for ``not``;
+  ``properties`` of one name with ``required`` is the discriminator pattern):
+  two disjoint branches;
   any ``if`` without ``then`` (``if`` or ``else``);
 * ``contains`` with ``minContains``, and ``maxContains`` where the
   ``contains`` schema can be negated (as for ``not``), with ``prefixItems``,

@@ -25,7 +25,7 @@ from ._fsm import TooLarge, combine
 from ._layout import Layout
 from ._long_strings import MAX_COUNT_RANGE, STRING_CHUNK, counted_string, threaded_string
 from ._merge import (DEPENDENCIES, Atom, Merged, Unsatisfiable, choice_product, dependency_branches, expand, first_choice,
-                     if_branches, merge, negation, tighter_hi, tighter_lo)
+                     if_branches, merge, negation, not_branches, tighter_hi, tighter_lo)
 from ._objects import Member, TooManyStates, object_expr
 from ._oneof import disjoint, exclusive
 from ._pattern import PatternError, pattern_language, search
@@ -204,6 +204,8 @@ class Builder:
                 branches = dependency_branches(self.doc, atoms, i, kw)
             elif kw == "if":
                 branches = if_branches(self.doc, atoms, i)
+            elif kw == "not":
+                branches = not_branches(self.doc, atoms, i)
             else:
                 branches = [atoms[:i] + ((ptr, skip | {kw}), (child(ptr, kw, k), frozenset())) + atoms[i + 1:]
                             for k in range(n)]

@@ -135,7 +135,8 @@ NON_OBJECT = {"type": ["null", "boolean", "number", "string", "array"]}
 
 def first_choice(doc: Document, atoms: tuple[Atom, ...]) -> Optional[tuple[int, str, int]]:
     """(atom index, keyword, branch count) of the first ``anyOf``/``oneOf`` left, or of the first
-    dependency keyword with a member name left (see ``dependency_branches``)."""
+    dependency keyword with a member name left (see ``dependency_branches``), ``if``, or ``not`` that
+    needs its ``negation`` written out."""
     for i, (ptr, skip) in enumerate(atoms):
         sch = doc.resolve(ptr)
         for kw in ("anyOf", "oneOf"):
@@ -149,7 +150,26 @@ def first_choice(doc: Document, atoms: tuple[Atom, ...]) -> Optional[tuple[int, 
                 return i, kw, 3
         if "if" in sch and "if" not in skip:
             return i, "if", 2
+        if "not" in sch and "not" not in skip and not _plain_not(sch["not"]) and negation(sch["not"]) is not None:
+            return i, "not", 1
     return None
+
+
+def _plain_not(arg: Any) -> bool:
+    """Whether ``_negate`` takes ``not`` of ``arg`` as it is (else ``not_branches`` writes its negation)."""
+    if isinstance(arg, bool):
+        return True
+    keys = [k for k in arg if k not in IGNORED] if isinstance(arg, dict) else None
+    if keys == ["required"] and isinstance(arg["required"], list) and len(arg["required"]) > 1:
+        return False  # several names: De Morgan, name by name
+    return not keys or (len(keys) == 1 and keys[0] in NEGATABLE)
+
+
+def not_branches(doc: Document, atoms: tuple[Atom, ...], i: int) -> list[tuple[Atom, ...]]:
+    """``not`` of a schema ``_negate`` cannot take as it is: its ``negation`` in its place."""
+    ptr, skip = atoms[i]
+    neg = negation(doc.resolve(child(ptr, "not")))
+    return [atoms[:i] + ((ptr, skip | {"not"}), (doc.synthetic(neg, child(ptr, "not")), frozenset())) + atoms[i + 1:]]
 
 
 def if_branches(doc: Document, atoms: tuple[Atom, ...], i: int) -> list[tuple[Atom, ...]]:
@@ -173,17 +193,54 @@ def if_branches(doc: Document, atoms: tuple[Atom, ...], i: int) -> list[tuple[At
     return [yes, no]
 
 
+NEGATABLE = ("type", "const", "enum", "required", "pattern")
+# ``{keyword: bound}`` fails only for the values of its type beyond the bound: (type, the keyword that
+# holds for those, shift of a count)
+_BOUND_NEGATIONS = {
+    "minimum": ("number", "exclusiveMaximum", 0), "exclusiveMinimum": ("number", "maximum", 0),
+    "maximum": ("number", "exclusiveMinimum", 0), "exclusiveMaximum": ("number", "minimum", 0),
+    "minLength": ("string", "maxLength", -1), "maxLength": ("string", "minLength", 1),
+    "minItems": ("array", "maxItems", -1), "maxItems": ("array", "minItems", 1),
+    "minProperties": ("object", "maxProperties", -1), "maxProperties": ("object", "minProperties", 1),
+}
+_SPLITTABLE = frozenset(NEGATABLE) | frozenset(_BOUND_NEGATIONS) | {"properties"}  # keywords that read no sibling
+
+
 def negation(sch: Any) -> Optional[Any]:
-    """A schema for the values that ``sch`` rejects, when ``_negate`` can express it: one keyword among
-    ``NEGATABLE``, or ``properties`` of one name whose schema is such (optionally with that name
-    ``required``); annotations aside. None otherwise."""
+    """A schema for the values that ``sch`` rejects, where one can be written: one keyword among
+    ``NEGATABLE`` (for ``_negate``), a bound (``minimum``, ``maxLength``...: the values of its type
+    beyond it), ``properties`` of one name whose schema has a negation (optionally with
+    that name ``required``), ``not`` (its argument), and by De Morgan any conjunction of those
+    (``anyOf`` of the parts' negations; ``properties`` and ``required`` split name by name) and
+    ``anyOf``/``allOf`` of them; annotations aside. None otherwise."""
     if isinstance(sch, bool):
         return not sch
     if not isinstance(sch, dict):
         return None
     keys = [k for k in sch if k not in IGNORED]
-    if len(keys) == 1 and keys[0] in NEGATABLE:
+    if not keys:
+        return False
+    if len(keys) == 1 and keys[0] in NEGATABLE and _plain_not(sch):
         return {"not": sch}
+    if keys == ["not"]:
+        return sch["not"]
+    if len(keys) == 1 and keys[0] in ("anyOf", "allOf") and isinstance(sch[keys[0]], list) and sch[keys[0]]:
+        negated = [negation(branch) for branch in sch[keys[0]]]
+        return None if any(n is None for n in negated) else {"allOf" if keys[0] == "anyOf" else "anyOf": negated}
+    if len(keys) == 1 and keys[0] in _BOUND_NEGATIONS:
+        bound = sch[keys[0]]
+        if isinstance(bound, bool) or not isinstance(bound, (int, float)) or not math.isfinite(bound):
+            return None
+        kind, other, shift = _BOUND_NEGATIONS[keys[0]]
+        if shift and bound != int(bound):
+            return None
+        if shift and int(bound) + shift < 0:
+            return False  # minLength 0 and the like hold for every value
+        return {"type": kind, other: int(bound) + shift if shift else bound}  # other types satisfy a bound
+    parts = _conjuncts(sch, keys)
+    if parts is not None and len(parts) > 1:
+        negated = [negation(part) for part in parts]
+        return None if any(n is None for n in negated) else {"anyOf": negated}
     props = sch.get("properties")
     required = sch.get("required", [])
     if not isinstance(props, dict) or len(props) != 1 or set(keys) - {"properties", "required"}:
@@ -195,6 +252,24 @@ def negation(sch: Any) -> Optional[Any]:
     if not required:
         return wrong
     return {"anyOf": [NON_OBJECT, {"not": {"required": [name]}}, wrong]}
+
+
+def _conjuncts(sch: dict, keys: list[str]) -> Optional[list[dict]]:
+    """``sch`` as a conjunction of one-keyword (one-name) schemas, when none of its keywords reads a sibling."""
+    if not keys or any(k not in _SPLITTABLE for k in keys):
+        return None
+    if any(isinstance(sch.get(k), bool) for k in ("exclusiveMinimum", "exclusiveMaximum")):
+        return None  # draft 4: a boolean that changes "minimum"/"maximum"
+    parts: list[dict] = []
+    for k in keys:
+        value = sch[k]
+        if k == "properties" and isinstance(value, dict):
+            parts += [{"properties": {name: v}} for name, v in value.items()]
+        elif k == "required" and isinstance(value, list):
+            parts += [{"required": [name]} for name in value]
+        else:
+            parts.append({k: value})
+    return parts
 
 
 def _next_dependency(doc: Document, ptr: str, skip: frozenset[str], kw: str) -> Optional[str]:
@@ -240,8 +315,6 @@ def choice_product(doc: Document, atoms: tuple[Atom, ...]) -> int:
             product *= 2
     return product
 
-
-NEGATABLE = ("type", "const", "enum", "required", "pattern")
 
 
 def _negate(doc: Document, m: Merged, arg: Any, at: str) -> None:
