@@ -153,6 +153,29 @@ def test_lookarounds_anywhere_are_exact(pattern: str) -> None:
     _check_by_brute_force(pattern, "abcx\n", 5)
 
 
+WORD_BOUNDARIES = [r"\bab", r"a\b", r"\Ba", r"^\w+\b", r"\b", r"\B", r"^\B$", r"x?\b(?:a|é)\b", r"\bé", r"(?!\b)a",
+                   r"a\B-?", r"(?:\b\d)+$"]
+
+
+@pytest.mark.parametrize("pattern", WORD_BOUNDARIES)
+def test_word_boundaries_in_both_readings(pattern: str) -> None:
+    """``\\b``'s ``\\w`` is ASCII to ECMA-262 (``re.A`` here) and Unicode to Python: ``under`` is what both
+    readings accept, ``over`` what either does, and on ASCII text the two agree."""
+    under, over = [None if lang is None else re.compile(to_python(lang), re.S)
+                   for lang in (pattern_language(pattern), pattern_language(pattern, over=True))]
+    for n in range(5):
+        for chars in itertools.product("a1 é-", repeat=n):
+            text = "".join(chars)
+            python = re.search(pattern, text) is not None
+            ecma = re.search(pattern, text, re.A) is not None if text else python  # ECMA's \B holds in ""
+            got_under = under is not None and under.fullmatch(text) is not None
+            got_over = over is not None and over.fullmatch(text) is not None
+            assert got_under <= (python and ecma) and got_over >= (python or ecma), (pattern, text)
+            if text.isascii() and text:
+                assert got_under == got_over == python, (pattern, text)
+            assert search(pattern, text) == python
+
+
 def _look_patterns():
     from hypothesis import strategies as st
 

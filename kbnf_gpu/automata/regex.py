@@ -182,8 +182,10 @@ def _anchor(av, flags: int, source: str):
     raise RegexError(f"unsupported assertion {av}", _find(source, ("\\b", "\\B")))
 
 
-def word_boundary(word: ir.CharClass, boundary: bool, empty_is_boundary_free: bool) -> ir.RegExpr:
-    """``\\b`` (``boundary``) or ``\\B`` as lookarounds over the word characters ``word``.
+def word_boundary(word: ir.RegExpr, boundary: bool, empty_is_boundary_free: bool,
+                  anything: ir.RegExpr = ir.CharClass(cs.ALL)) -> ir.RegExpr:
+    """``\\b`` (``boundary``) or ``\\B`` as lookarounds over the word characters ``word`` (one
+    character of ``anything``).
 
     Python's ``\\B`` never matches in the empty string; ECMA's does
     (``empty_is_boundary_free``).
@@ -194,7 +196,6 @@ def word_boundary(word: ir.CharClass, boundary: bool, empty_is_boundary_free: bo
         return ir.Alternation((ir.Concat((before, not_after)), ir.Concat((not_before, after))))
     if empty_is_boundary_free:
         return ir.Alternation((ir.Concat((before, after)), ir.Concat((not_before, not_after))))
-    anything = ir.CharClass(cs.ALL)
     nonempty = ir.Alternation((Look(anything, True, False), Look(anything, False, False)))
     return ir.Alternation((ir.Concat((before, after)), ir.Concat((not_before, not_after, nonempty))))
 

@@ -86,8 +86,8 @@ Approximate, but sound (every accepted text is valid):
   applied to the decoded string with ``re.search`` semantics (see
   ``_pattern``: ``\\d`` ASCII, ``$`` only at the very end, ``.`` excluding all
   line terminators; lookaheads and lookbehinds exact anywhere, except a
-  lookahead or ``$`` inside a lookbehind; backreferences and ``\\b`` are
-  refused);
+  lookahead or ``$`` inside a lookbehind; ``\\b`` in both readings of its
+  ``\\w``, ECMA's ASCII and Python's Unicode one; backreferences are refused);
 * ``format``: see ``formats`` (e.g. the 253-character hostname limit is not
   enforced); OpenAPI's ``int8``...``int64``/``uint8``...``uint64`` bound
   integers and ``byte`` is base64 (``jsonschema`` checks neither);

@@ -1,6 +1,6 @@
 """Pattern languages the piecewise construction of ``_pattern`` cannot reach:
 lookaheads nested in groups, alternations, repetitions or after ``$``;
-lookbehinds; anchors inside repetitions.
+lookbehinds; anchors inside repetitions; word boundaries.
 
 The automata layer already determinizes regexes with anchors and lookarounds
 exactly (``automata.guarded``: threads with lookahead obligations, lookbehind
@@ -16,35 +16,38 @@ from __future__ import annotations
 
 from ... import ir
 from ...automata.build import regexpr_to_dfa
-from ...automata.regex import BOS, EOL, EOS, Anchor, Look
+from ...automata.regex import BOS, EOL, EOS, Anchor, Look, word_boundary
 from ...errors import CompileBudgetExceeded, GrammarError
 from . import _charset as cs
 from ._fsm import DFA, MAX_STATES, alphabet, minimize, to_regex
-from ._rx import Rx
+from ._pattern import walk
+from ._rx import Rx, alt
 
 _NEWLINE = 10  # the byte layer's ``$`` (EOL) reads byte 10 as "\n": the symbol {"\n"} must be that byte
 
 
-def _sets(tree: tuple, over: bool, out: list) -> None:
-    """Append every set of ``tree`` in the approximation it is read with."""
-    stack = [(tree, over)]
-    while stack:
-        node, o = stack.pop()
-        kind = node[0]
-        if kind == "set":
-            out.append(node[2] if o else node[1])
-        elif kind in ("cat", "alt"):
-            stack.extend((x, o) for x in node[1])
-        elif kind == "rep":
-            stack.append((node[1], o))
-        elif kind == "look":
-            stack.append((node[2], o != node[1]))
-
-
 def automaton_language(tree: tuple, over: bool, error) -> Rx:
-    """``search_language`` of any pattern tree (``error(message)`` builds the ``PatternError`` to raise)."""
-    labels: list[cs.Ranges] = []
-    _sets(tree, over, labels)
+    """``search_language`` of any pattern tree (``error(message)`` builds the ``PatternError`` to raise).
+
+    A word boundary is exact in each reading of its ``\\w`` (ECMA-262's ASCII one, Python's Unicode
+    one) but monotone in neither, so ``under`` is what both readings accept (one automaton: the
+    first reading as a lookahead over the whole string) and ``over`` what either does."""
+    if not any(node[0] == "wordb" for node, _ in walk(tree)):
+        return _language(tree, over, (), error)
+    if over:
+        return alt(_language(tree, True, (_ECMA_WORD,), error), _language(tree, True, (_PYTHON_WORD,), error))
+    return _language(tree, False, (_ECMA_WORD, _PYTHON_WORD), error)
+
+
+# A reading of word boundaries: (\w, whether \B holds in the empty string)
+_ECMA_WORD = (cs.norm(cs.of_chars("_") + ((0x30, 0x39), (0x41, 0x5A), (0x61, 0x7A))), True)
+_PYTHON_WORD = (cs.unicode_class("w"), False)
+
+
+def _language(tree: tuple, over: bool, words: tuple, error) -> Rx:
+    """One automaton; ``words``: the readings of a word boundary's ``\\w`` that must all match (none
+    without a word boundary)."""
+    labels = [w for w, _ in words] + [node[2] if o else node[1] for node, o in walk(tree, over) if node[0] == "set"]
     symbols, of_label = alphabet([*labels, cs.single(_NEWLINE), cs.ANY])
     if len(symbols) > 256:
         raise error(f"lookarounds over {len(symbols)} distinct character sets (at most 256)")
@@ -59,24 +62,29 @@ def automaton_language(tree: tuple, over: bool, error) -> Rx:
             hit = class_memo[ranges] = ir.ByteClass(cs.norm([(byte_of_symbol[s], byte_of_symbol[s]) for s in of_label[ranges]]))
         return hit
 
-    def node(n: tuple, o: bool):
+    def node(n: tuple, o: bool, word: tuple):
         kind = n[0]
         if kind == "set":
             return byte_class(n[2] if o else n[1])
         if kind == "cat":
-            return ir.Concat(tuple(node(x, o) for x in n[1]))
+            return ir.Concat(tuple(node(x, o, word) for x in n[1]))
         if kind == "alt":
-            return ir.Alternation(tuple(node(x, o) for x in n[1]))
+            return ir.Alternation(tuple(node(x, o, word) for x in n[1]))
         if kind == "rep":
-            return ir.Repeat(node(n[1], o), n[2], n[3])
+            return ir.Repeat(node(n[1], o, word), n[2], n[3])
         if kind == "bol":
             return Anchor(BOS)
         if kind == "eol":  # over: Python's $ (the end, or before a final "\n"); under: the very end
             return Anchor(EOL if o else EOS)
-        return Look(node(n[2], o != n[1]), behind=n[4], negated=n[1])
+        if kind == "wordb":
+            return word_boundary(byte_class(word[0]), not n[1], word[1], byte_class(cs.ANY))
+        return Look(node(n[2], o != n[1], word), behind=n[4], negated=n[1])
 
     any_star = ir.Repeat(byte_class(cs.ANY), 0, None)
-    root = ir.Concat((any_star, node(tree, over), any_star))
+    readings = [ir.Concat((any_star, node(tree, over, word), any_star)) for word in words or [()]]
+    # every reading but the last as a lookahead over the whole string from its start
+    root = ir.Concat((*(Look(ir.Concat((r, Anchor(EOS))), behind=False, negated=False) for r in readings[:-1]),
+                      readings[-1]))
     try:
         dfa = regexpr_to_dfa(root, max_states=MAX_STATES)
     except CompileBudgetExceeded:

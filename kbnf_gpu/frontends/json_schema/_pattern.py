@@ -21,11 +21,13 @@ surrogate pair ``\\uD83D\\uDE00`` is one code point), ``\\u{H…}``,
 branch (``^(?!…)``, ``^(?=…)(?=…)``, the form real-world schemas use, and
 ``a(?!b)c``) are exact: intersections and differences of anchored languages.
 Lookarounds anywhere else (``^(?:(?!ab).)*$``, lookbehinds of any width,
-lookaheads nested in lookaheads) and anchors inside repetitions are exact
-too, by automaton (``_lookaround``). Rejected with ``PatternError``:
-lookaheads or ``$`` inside a lookbehind, backreferences, ``\\b`` (ECMA and
-Python read its ``\\w`` differently), inline flags, possessive repeats, and
-syntax that the two dialects read differently (``{,n}``, ``\\a``...).
+lookaheads nested in lookaheads), anchors inside repetitions and ``\\b``
+``\\B`` are exact too, by automaton (``_lookaround``; a word boundary's
+``\\w`` is ASCII to ECMA-262 and Unicode to Python, so ``under`` is what both
+readings accept and ``over`` what either does). Rejected with
+``PatternError``: lookaheads or ``$`` inside a lookbehind, backreferences,
+inline flags, possessive repeats, and syntax that the two dialects read
+differently (``{,n}``, ``\\a``...).
 """
 from __future__ import annotations
 
@@ -55,6 +57,7 @@ class _NeedsAutomaton(PatternError):
 
 # Intermediate tree: ("set", under, over) | ("cat", [..]) | ("alt", [..])
 # | ("rep", node, lo, hi) | ("bol",) | ("eol",) | ("look", negated, node, offset, behind)
+# | ("wordb", negated): \b (\B), whose \w is ASCII to ECMA-262 and Unicode to Python
 Node = tuple
 
 _ECMA_SPACE = cs.norm(
@@ -134,7 +137,7 @@ class _Parser:
             if bounds is None:
                 return atom
             lo, hi = bounds
-            if atom[0] in ("bol", "eol", "look"):
+            if atom[0] in ("bol", "eol", "look", "wordb"):
                 raise self.error("quantified anchor or lookaround", start)
             if self.peek() == "?":
                 self.i += 1
@@ -205,6 +208,9 @@ class _Parser:
             return ("set", _DOT_UNDER, _DOT_OVER)
         if c == "[":
             return self.char_class()
+        if c == "\\" and self.s[self.i + 1 : self.i + 2] in ("b", "B"):
+            self.i += 2
+            return ("wordb", self.s[self.i - 1] == "B")
         if c == "\\":
             under, over = self.escape(in_class=False)
             return ("set", under, over)
@@ -350,6 +356,8 @@ def _pieces(node: Node, over: bool) -> Pieces:
     kind = node[0]
     if kind == "look":
         raise _NeedsAutomaton("a lookaround the piecewise construction cannot place", node[3])
+    if kind == "wordb":
+        raise _NeedsAutomaton("a word boundary", 0)
     if kind == "set":
         return {(False, False): cc(node[2] if over else node[1])}
     if kind == "bol":
@@ -455,20 +463,24 @@ def _with_lookaheads(tree: Node, over: bool) -> Rx:
     return None if left is None or right is None else seq(left, right)
 
 
+def walk(tree: Node, over: bool = False):
+    """Every node of ``tree`` (lookaround bodies included) with the approximation it is read in:
+    ``over`` swapped inside negated lookarounds, where matching less accepts more."""
+    stack = [(tree, over)]
+    while stack:
+        node, o = stack.pop()
+        yield node, o
+        if node[0] in ("cat", "alt"):
+            stack.extend((x, o) for x in node[1])
+        elif node[0] == "rep":
+            stack.append((node[1], o))
+        elif node[0] == "look":
+            stack.append((node[2], o != node[1]))
+
+
 def _reads_start(node: Node) -> bool:
     """Does ``node`` hold a ``^`` (lookaround bodies included)?"""
-    stack = [node]
-    while stack:
-        x = stack.pop()
-        if x[0] == "bol":
-            return True
-        if x[0] in ("cat", "alt"):
-            stack.extend(x[1])
-        elif x[0] == "rep":
-            stack.append(x[1])
-        elif x[0] == "look":
-            stack.append(x[2])
-    return False
+    return any(x[0] == "bol" for x, _ in walk(node))
 
 
 def _is_lookahead(node: Node) -> bool:
