@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import warnings
 from typing import Any
 
 import jsonschema
@@ -267,3 +268,26 @@ def test_if_that_cannot_be_negated_is_refused() -> None:
         with pytest.raises(ValueError) as info:
             parse_json_schema(schema)
         assert info.value.pointer == "/if", str(info.value)
+
+
+NAMES_VALUES: list[Any] = [{}, {"a": 1}, {"ab": 1}, {"x-1": 2}, {"b": 1, "ab": 2}, {"abc": 1}, {"x-": 1}, {"zz": 1},
+                           {"a": 1, "x-2": 3}, {"": 0}]
+PROPERTY_NAMES = [
+    {"type": "object", "propertyNames": {"anyOf": [{"maxLength": 1}, {"pattern": "^x-"}]}},
+    {"type": "object", "propertyNames": {"oneOf": [{"enum": ["a", "ab"]}, {"pattern": "^x-[0-9]+$"}]}},
+    {"type": "object", "propertyNames": {"not": {"maxLength": 1}}},
+    {"type": "object", "propertyNames": {"if": {"minLength": 2}, "then": {"pattern": "^x"}, "else": {"const": "a"}}},
+]
+
+
+@pytest.mark.parametrize("schema", PROPERTY_NAMES, ids=[f"names{i}" for i in range(len(PROPERTY_NAMES))])
+def test_property_names_with_choices_exact(schema: dict) -> None:
+    """``propertyNames`` whose schema branches (anyOf, oneOf, if, a written-out not): the union of the
+    branches' name languages."""
+    validator = jsonschema.Draft202012Validator(schema)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a oneOf whose branches are not provably disjoint says so
+        parser = EarleyParser(normalize(parse_json_schema(schema, any_order=True)))
+    for v in NAMES_VALUES:
+        got = check_parser(parser, json.dumps(v)).status == "complete"
+        assert got == validator.is_valid(v), (schema, v, got)

@@ -31,7 +31,8 @@ property order described below):
 * types and type lists; ``true``/``{}`` (any value), ``false`` (nothing; a
   ``GrammarError`` if the root is unsatisfiable);
 * ``properties``, ``required``, ``additionalProperties``, ``patternProperties``,
-  ``propertyNames``, ``minProperties``/``maxProperties`` (keys outside the
+  ``propertyNames`` (its choices the union of their branches' names),
+  ``minProperties``/``maxProperties`` (keys outside the
   declared names are matched by their *decoded* text, so ``"\\u0061"`` can
   never sneak in as an additional key when ``a`` is declared);
 * ``items`` (schema or draft-7 array form with ``additionalItems``),

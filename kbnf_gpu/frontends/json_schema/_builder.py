@@ -192,39 +192,49 @@ class Builder:
                           where) from None
 
     def _body(self, name: str, atoms: tuple[Atom, ...], depth: int) -> list[ir.Expr]:
-        choice = first_choice(self.doc, atoms)
+        choice = self._choice(atoms)
         if choice is not None:
-            i, kw, n = choice
-            # distributing every anyOf/oneOf of a conjunction makes the product of their widths in rules
-            current_budget().check("max_schema_branches", choice_product(self.doc, atoms),
-                                   "combinations of anyOf/oneOf branches", pointer=self.doc.show(child(atoms[i][0], kw)))
-            ptr, skip = atoms[i]
             alts: list[ir.Expr] = []
-            if kw in DEPENDENCIES:
-                branches = dependency_branches(self.doc, atoms, i, kw)
-            elif kw == "if":
-                branches = if_branches(self.doc, atoms, i)
-            elif kw == "not":
-                branches = not_branches(self.doc, atoms, i)
-            else:
-                branches = [atoms[:i] + ((ptr, skip | {kw}), (child(ptr, kw, k), frozenset())) + atoms[i + 1:]
-                            for k in range(n)]
-            if kw == "oneOf":
-                branches = exclusive(self.doc, branches)
             kept = []
-            for branch in branches:
+            for branch in choice[1]:
                 r = self.value_rule(branch, depth)
                 if r is not None:
                     alts.append(ir.Ref(r))
                     kept.append(branch)
-            if kw == "oneOf" and not disjoint(self.doc, kept):
-                self.doc.warn(
-                    f"'oneOf' at '{child(ptr, kw)}' is treated as 'anyOf' "
-                    "(its branches may overlap, so a value matching two of them is accepted)"
-                )
+            self._warn_overlap(choice[0], kept)
             return alts
         m = merge(self.doc, atoms)
         return self._fragments(m, depth, containers=name not in self._flat)
+
+    def _choice(self, atoms: tuple[Atom, ...]) -> Optional[tuple[str, list[tuple[Atom, ...]]]]:
+        """The first choice of a conjunction (``anyOf``, ``oneOf``, a dependency, ``if``, a written-out
+        ``not``) as (its location, the conjunctions of its branches); None when there is none."""
+        choice = first_choice(self.doc, atoms)
+        if choice is None:
+            return None
+        i, kw, n = choice
+        # distributing every anyOf/oneOf of a conjunction makes the product of their widths in rules
+        current_budget().check("max_schema_branches", choice_product(self.doc, atoms),
+                               "combinations of anyOf/oneOf branches", pointer=self.doc.show(child(atoms[i][0], kw)))
+        ptr, skip = atoms[i]
+        if kw in DEPENDENCIES:
+            branches = dependency_branches(self.doc, atoms, i, kw)
+        elif kw == "if":
+            branches = if_branches(self.doc, atoms, i)
+        elif kw == "not":
+            branches = not_branches(self.doc, atoms, i)
+        else:
+            branches = [atoms[:i] + ((ptr, skip | {kw}), (child(ptr, kw, k), frozenset())) + atoms[i + 1:]
+                        for k in range(n)]
+        if kw == "oneOf":
+            branches = exclusive(self.doc, branches)
+        return child(ptr, kw), branches
+
+    def _warn_overlap(self, where: str, kept: list[tuple[Atom, ...]]) -> None:
+        """A ``oneOf`` whose branches kept may overlap is an ``anyOf``: say so."""
+        if where.rsplit("/", 1)[-1] == "oneOf" and not disjoint(self.doc, kept):
+            self.doc.warn(f"'oneOf' at '{where}' is treated as 'anyOf' "
+                          "(its branches may overlap, so a value matching two of them is accepted)")
 
     # ---------------------------------------------------------- fragments
 
@@ -796,13 +806,19 @@ class Builder:
 
     def _names_language(self, pointer: str) -> Rx:
         """Decoded language of the string values a ``propertyNames`` schema allows."""
+        return self._strings_of(((pointer, frozenset()),), pointer)
+
+    def _strings_of(self, atoms: tuple[Atom, ...], pointer: str) -> Rx:
+        """Decoded language of the strings a conjunction allows (its choices: the union of their branches)."""
         try:
-            flat = expand(self.doc, ((pointer, frozenset()),))
+            flat = expand(self.doc, atoms)
         except Unsatisfiable:
             return None
-        if first_choice(self.doc, flat) is not None:
-            self.doc.problem("'anyOf'/'oneOf' inside 'propertyNames' is unsupported", pointer)
-            return rep(ANY_CHAR, 0, None)
+        choice = self._choice(flat)
+        if choice is not None:
+            langs = [(branch, self._strings_of(branch, pointer)) for branch in choice[1]]
+            self._warn_overlap(choice[0], [branch for branch, lang in langs if lang is not None])
+            return alt(*(lang for _, lang in langs))
         m = merge(self.doc, flat)
         if m.enums:
             values = [v for v in m.enums[0][0] if isinstance(v, str) and all(self.validator.valid(v, p, s) for p, s in flat)]
