@@ -100,6 +100,13 @@ REFUSED = [
     ("required-not-strings", {"type": "object", "required": [1, {}]}, GrammarError, "/required", None),
     ("properties-a-list", {"type": "object", "properties": [{}]}, GrammarError, "/properties", None),
     ("anyof-empty", {"anyOf": []}, GrammarError, "/anyOf", None),
+    # lookarounds whose automaton (subsets of obligations) or regular expression grows past its bound
+    ("pattern-six-lookaheads-repeated", {"type": "string", "pattern": "(?:(?=.*a)(?=.*b)(?=.*c)(?=.*d)(?=.*e)(?=.*f).)+"},
+     GrammarError, "/pattern", None),
+    ("pattern-long-lookbehind", {"type": "string", "pattern": "(?<=a{300})b"}, GrammarError, "/pattern", None),
+    ("multipleof-four-thousand-tails", {"type": "number", "multipleOf": 0.0032}, GrammarError, "/multipleOf", None),
+    ("not-integer-with-multipleof", {"type": "number", "multipleOf": 0.5, "not": {"type": "integer"}}, GrammarError,
+     "/multipleOf", None),
 ]
 
 

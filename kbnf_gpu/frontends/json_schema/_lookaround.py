@@ -19,10 +19,11 @@ from ...automata.build import regexpr_to_dfa
 from ...automata.regex import BOS, EOL, EOS, Anchor, Look, word_boundary
 from ...errors import CompileBudgetExceeded, GrammarError
 from . import _charset as cs
-from ._fsm import DFA, MAX_STATES, alphabet, minimize, to_regex
+from ._fsm import DFA, alphabet, minimize, to_regex
 from ._pattern import walk
 from ._rx import Rx, alt
 
+MAX_LOOKAROUND_STATES = 4096  # a pattern's automaton (each state costs a subset of lookahead obligations)
 _NEWLINE = 10  # the byte layer's ``$`` (EOL) reads byte 10 as "\n": the symbol {"\n"} must be that byte
 
 
@@ -86,10 +87,10 @@ def _language(tree: tuple, over: bool, words: tuple, error) -> Rx:
     root = ir.Concat((*(Look(ir.Concat((r, Anchor(EOS))), behind=False, negated=False) for r in readings[:-1]),
                       readings[-1]))
     try:
-        dfa = regexpr_to_dfa(root, max_states=MAX_STATES)
+        dfa = regexpr_to_dfa(root, max_states=MAX_LOOKAROUND_STATES)
+        trans = dfa.transitions[:, byte_of_symbol].tolist() if dfa.n_states else []
+        return to_regex(minimize(DFA(symbols, trans, dfa.accepting.tolist())) if trans else None)
     except CompileBudgetExceeded:
         raise
-    except GrammarError as e:  # too many states, or a lookahead inside a lookbehind
+    except GrammarError as e:  # too many states, a regex too large, or a lookahead inside a lookbehind
         raise error(str(e).split(": ", 1)[-1]) from None
-    trans = dfa.transitions[:, byte_of_symbol].tolist() if dfa.n_states else []
-    return to_regex(minimize(DFA(symbols, trans, dfa.accepting.tolist())) if trans else None)
