@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import itertools
 import json
-import math
 import re
-from math import gcd, lcm
 from collections import deque
 from contextlib import contextmanager
 from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
+from math import gcd, isfinite, lcm
 from typing import Any, Iterator, Optional
 
 from ... import ir
@@ -35,7 +34,8 @@ from ._strings import encode, quoted, word
 from ._validate import Validator, json_key
 from ._scalars import ANY_NUMBER, BOOLEAN, NULL, format_terminal, integer_terminal
 from .formats import FORMATS, INTEGER_FORMATS, UNSUPPORTED_FORMATS, format_language
-from .numbers import MAX_DIGITS, decimal_range_parts, integer_multiples, integer_range, multiple_of_regex, step_digits
+from .numbers import (MAX_DIGITS, decimal_range_parts, integer_and_exponent, integer_multiples, integer_range,
+                      multiple_of_regex, power_of_ten_exponent, step_digits)
 
 MAX_INDENT_UNROLL = 16  # indent layout: instances of one subschema at distinct depths
 MAX_PATTERN_PROPERTIES = 6
@@ -256,7 +256,7 @@ class Builder:
             elif isinstance(v, (int, float)):
                 if len(excluded) >= MAX_EXCLUDED_NUMBERS:
                     self.doc.problem(f"'not' of more than {MAX_EXCLUDED_NUMBERS} numbers is unsupported", where)
-                elif not isinstance(v, float) or math.isfinite(v):
+                elif not isinstance(v, float) or isfinite(v):
                     excluded.append(Decimal(str(v)))
             elif (isinstance(v, dict) and "object" in t) or (isinstance(v, list) and "array" in t):
                 self.doc.problem("'not' of an object or array value is unsupported", where)
@@ -337,7 +337,7 @@ class Builder:
                                   "are generated (10.0 and 1e1 are valid multiples too)")
                     ints_only = True
             if step is not None:
-                units, exp = _integer_and_exponent(step)  # integers n with step | n: multiples of units/gcd(...)
+                units, exp = integer_and_exponent(step)  # integers n with step | n: multiples of units/gcd(...)
                 k = units * 10**exp if exp >= 0 else units // gcd(units, 10**-exp)
                 step = None
         lo, hi = m.lo, m.hi
@@ -383,7 +383,7 @@ class Builder:
             return self.term(rx, "integer") if rx is not None else None
         signs = _half_lines(ilo, ihi)
         for use_regex in (True, False):  # the last digits decide (k | 10**j): a small regex; else residue rules
-            if use_regex and (_divides_power_of_ten(k) and k <= 1000 or signs is None and k <= MAX_MODULUS_STATES):
+            if use_regex and (power_of_ten_exponent(k) is not None and k <= 1000 or signs is None and k <= MAX_MODULUS_STATES):
                 try:
                     return self.term(combine(integer_range(ilo, ihi), [multiple_of_regex(k)]), "integer")
                 except TooLarge:
@@ -651,14 +651,17 @@ class Builder:
                         if nxt not in seen:
                             seen.add(nxt)
                             order.append(nxt)
+        sources: dict[tuple, list[tuple]] = {}  # the states that step to each state
+        for s in order:
+            for _, t in edges[s]:
+                sources.setdefault(t, []).append(s)
         live = {s for s in order if accepting(s)}
-        changed = True
-        while changed:
-            changed = False
-            for s in order:
-                if s not in live and any(t in live for _, t in edges[s]):
+        work = list(live)
+        while work:
+            for s in sources.get(work.pop(), ()):
+                if s not in live:
                     live.add(s)
-                    changed = True
+                    work.append(s)
         if start not in live:
             return None
         L = self.layout
@@ -871,20 +874,6 @@ def _half_lines(lo: Optional[int], hi: Optional[int]) -> Optional[tuple[bool, bo
     return zero, hi is None, lo is None
 
 
-def _divides_power_of_ten(k: int) -> bool:
-    """Divisibility by ``k`` is decided by the last few digits (``k = 2**a * 5**b``)."""
-    for p in (2, 5):
-        while k % p == 0:
-            k //= p
-    return k == 1
-
-
-def _integer_and_exponent(v: Decimal) -> tuple[int, int]:
-    """``(n, e)`` with ``v == n * 10**e`` and ``n`` not a multiple of 10 (``v`` > 0)."""
-    _, digits, exp = v.normalize().as_tuple()
-    return int("".join(map(str, digits))), int(exp)
-
-
 def _gaps(lo: Optional[tuple[Decimal, bool]], hi: Optional[tuple[Decimal, bool]],
           points: list[Decimal]) -> list[tuple[Optional[tuple[Decimal, bool]], Optional[tuple[Decimal, bool]]]]:
     """The range ``(lo, hi)`` (bounds as ``(value, exclusive)``, None: unbounded) without ``points``: the
@@ -903,13 +892,13 @@ def _gaps(lo: Optional[tuple[Decimal, bool]], hi: Optional[tuple[Decimal, bool]]
 
 
 def _within_digits(v: Decimal) -> bool:
-    units, exp = _integer_and_exponent(v)
+    units, exp = integer_and_exponent(v)
     return abs(exp) <= MAX_DIGITS and units.bit_length() <= 4 * MAX_DIGITS
 
 
 def _common_multiple(values: list[Decimal]) -> Decimal:
     """The least common multiple of positive decimals (each ``n * 10**e``: scaled to integers first)."""
-    parts = [_integer_and_exponent(v) for v in values]
+    parts = [integer_and_exponent(v) for v in values]
     low = min(e for _, e in parts)
     n = 1
     for units, e in parts:

@@ -20,7 +20,7 @@ from ...automata.regex import BOS, EOL, EOS, Anchor, Look, word_boundary
 from ...errors import CompileBudgetExceeded, GrammarError
 from . import _charset as cs
 from ._fsm import DFA, alphabet, minimize, to_regex
-from ._pattern import walk
+from ._pattern import ASCII_WORD, walk
 from ._rx import Rx, alt
 
 MAX_LOOKAROUND_STATES = 4096  # a pattern's automaton (each state costs a subset of lookahead obligations)
@@ -35,14 +35,11 @@ def automaton_language(tree: tuple, over: bool, error) -> Rx:
     first reading as a lookahead over the whole string) and ``over`` what either does."""
     if not any(node[0] == "wordb" for node, _ in walk(tree)):
         return _language(tree, over, (), error)
+    # a reading of word boundaries: (\w, whether \B holds in the empty string)
+    ecma, python = (ASCII_WORD, True), (cs.unicode_class("w"), False)
     if over:
-        return alt(_language(tree, True, (_ECMA_WORD,), error), _language(tree, True, (_PYTHON_WORD,), error))
-    return _language(tree, False, (_ECMA_WORD, _PYTHON_WORD), error)
-
-
-# A reading of word boundaries: (\w, whether \B holds in the empty string)
-_ECMA_WORD = (cs.norm(cs.of_chars("_") + ((0x30, 0x39), (0x41, 0x5A), (0x61, 0x7A))), True)
-_PYTHON_WORD = (cs.unicode_class("w"), False)
+        return alt(_language(tree, True, (ecma,), error), _language(tree, True, (python,), error))
+    return _language(tree, False, (ecma, python), error)
 
 
 def _language(tree: tuple, over: bool, words: tuple, error) -> Rx:

@@ -185,10 +185,10 @@ def if_branches(doc: Document, atoms: tuple[Atom, ...], i: int) -> list[tuple[At
         return [done + ((child(ptr, "if"), frozenset()),), done + ((child(ptr, "else"), frozenset()),)]
     neg = negation(doc.resolve(child(ptr, "if")))
     if neg is None:
-        doc.problem("'if' is supported only when it is one of "
-                    f"{', '.join(NEGATABLE)}, or 'properties' of one such name (with 'required')", child(ptr, "if"))
+        doc.problem("'if' with 'then' is supported only where the negation of 'if' can be written "
+                    "(keywords such as 'format', 'items' or 'patternProperties' have none)", child(ptr, "if"))
         return [done]
-    yes = done + ((child(ptr, "if"), frozenset()),) + (((child(ptr, "then"), frozenset()),) if "then" in sch else ())
+    yes = done + ((child(ptr, "if"), frozenset()), (child(ptr, "then"), frozenset()))
     no = done + ((doc.synthetic(neg, child(ptr, "if")), frozenset()),) + (((child(ptr, "else"), frozenset()),) if "else" in sch else ())
     return [yes, no]
 
@@ -314,7 +314,6 @@ def choice_product(doc: Document, atoms: tuple[Atom, ...]) -> int:
         if "if" in sch and "if" not in skip:
             product *= 2
     return product
-
 
 
 def _negate(doc: Document, m: Merged, arg: Any, at: str) -> None:

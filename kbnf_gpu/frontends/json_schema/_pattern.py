@@ -65,8 +65,7 @@ _ECMA_SPACE = cs.norm(
      (0x202F, 0x202F), (0x205F, 0x205F), (0x3000, 0x3000), (0xFEFF, 0xFEFF)]
 )
 _ASCII_D = ((0x30, 0x39),)
-_ASCII_W = cs.of_chars("_") + ((0x30, 0x39), (0x41, 0x5A), (0x61, 0x7A))
-_ASCII_W = cs.norm(_ASCII_W)
+ASCII_WORD = cs.norm(cs.of_chars("_") + ((0x30, 0x39), (0x41, 0x5A), (0x61, 0x7A)))
 
 
 def _class_escape(letter: str) -> tuple[cs.Ranges, cs.Ranges]:
@@ -75,7 +74,7 @@ def _class_escape(letter: str) -> tuple[cs.Ranges, cs.Ranges]:
     if low == "d":
         pos_under, pos_over = _ASCII_D, cs.unicode_class("d")
     elif low == "w":
-        pos_under, pos_over = _ASCII_W, cs.unicode_class("w")
+        pos_under, pos_over = ASCII_WORD, cs.unicode_class("w")
     else:
         py = cs.unicode_class("s")
         pos_under, pos_over = cs.intersect(_ECMA_SPACE, py), cs.union(_ECMA_SPACE, py)

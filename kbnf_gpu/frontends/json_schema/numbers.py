@@ -441,24 +441,32 @@ MAX_STEP_EXPONENT = 60  # a step's power of ten: each exponent's mantissas spell
 MAX_STEP_TAILS = 64  # a step P·10**g needs the 10**c / P multiples of P below 10**c (P | 10**c) spelled out
 
 
+def integer_and_exponent(v: Decimal) -> tuple[int, int]:
+    """``(n, e)`` with ``v == n * 10**e`` and ``n`` not a multiple of 10 (``v`` > 0, finite)."""
+    _, digits, exp = v.normalize().as_tuple()
+    return int("".join(map(str, digits))), int(exp)
+
+
+def power_of_ten_exponent(n: int) -> Optional[int]:
+    """The least c with ``n | 10**c`` (the last c digits decide divisibility by n); None when n has a
+    prime factor other than 2 and 5."""
+    count = {2: 0, 5: 0}
+    for p in count:
+        while n % p == 0:
+            n //= p
+            count[p] += 1
+    return max(count.values()) if n == 1 else None
+
+
 def step_digits(step: Decimal) -> Optional[tuple[int, int, int]]:
     """``(P, g, c)`` with ``step == P * 10**g``, ``P`` not a multiple of 10, ``c`` the least with
     ``P | 10**c``: a step whose multiples the last digits decide. None when ``P`` has a prime factor
     other than 2 and 5, needs more than ``MAX_STEP_TAILS`` tails or a power beyond ``MAX_STEP_EXPONENT``."""
-    sign, digits, exp = step.normalize().as_tuple()
-    if sign or not isinstance(exp, int):
+    if not step.is_finite() or step <= 0:
         return None
-    p = int("".join(map(str, digits)))
-    twos = fives = 0
-    r = p
-    while r % 2 == 0:
-        r //= 2
-        twos += 1
-    while r % 5 == 0:
-        r //= 5
-        fives += 1
-    c = max(twos, fives)
-    if r != 1 or 10**c // p > MAX_STEP_TAILS or abs(exp) > MAX_STEP_EXPONENT:
+    p, exp = integer_and_exponent(step)
+    c = power_of_ten_exponent(p)
+    if c is None or 10**c // p > MAX_STEP_TAILS or abs(exp) > MAX_STEP_EXPONENT:
         return None
     return p, exp, c
 
@@ -560,7 +568,6 @@ NUMBER: RegExpr = seq(
     Repeat(EXPONENT, 0, 1),
 )  # type: ignore[assignment]
 INTEGER: RegExpr = integer_range(None, None)  # type: ignore[assignment]
-
 
 
 def multiple_of_regex(k: int) -> Optional[RegExpr]:
