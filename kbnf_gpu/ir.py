@@ -19,6 +19,27 @@ from typing import Union
 # ---------------------------------------------------------------- positions
 
 
+def _hash_once(cls):
+    """Keep a composite node's hash once computed: the generated one walks the whole subtree, and the
+    compiler hashes the same nodes over and over (memo keys). Not pickled (string hashes differ per process)."""
+    generated = cls.__hash__
+
+    def __hash__(self) -> int:
+        try:
+            return self.__dict__["_hash"]
+        except KeyError:
+            value = generated(self)
+            object.__setattr__(self, "_hash", value)
+            return value
+
+    def __getstate__(self) -> dict:
+        return {k: v for k, v in self.__dict__.items() if k != "_hash"}
+
+    cls.__hash__ = __hash__
+    cls.__getstate__ = __getstate__
+    return cls
+
+
 @dataclass(frozen=True)
 class Span:
     """1-based line and column of a construct in the grammar text."""
@@ -71,16 +92,19 @@ class Pattern:
     flags: str = ""
 
 
+@_hash_once
 @dataclass(frozen=True)
 class Concat:
     parts: tuple["RegExpr", ...]
 
 
+@_hash_once
 @dataclass(frozen=True)
 class Alternation:
     options: tuple["RegExpr", ...]
 
 
+@_hash_once
 @dataclass(frozen=True)
 class Repeat:
     """``item`` repeated ``min`` to ``max`` times (``max=None``: unbounded)."""
@@ -102,6 +126,7 @@ class TerminalKind(str, Enum):
     SUBSTRINGS = "substrings"  # KBNF #substrs"...": any substring of the literal
 
 
+@_hash_once
 @dataclass(frozen=True)
 class Terminal:
     """A terminal symbol: a regular language over bytes plus its kind."""
@@ -123,6 +148,7 @@ class Ref:
     span: Span | None = field(default=None, compare=False)
 
 
+@_hash_once
 @dataclass(frozen=True)
 class Sequence:
     """Concatenation; ``Sequence(())`` is the empty string."""
@@ -130,11 +156,13 @@ class Sequence:
     items: tuple["Expr", ...]
 
 
+@_hash_once
 @dataclass(frozen=True)
 class Choice:
     alternatives: tuple["Expr", ...]
 
 
+@_hash_once
 @dataclass(frozen=True)
 class Repetition:
     """``item`` repeated ``min`` to ``max`` times (``max=None``: unbounded).

@@ -117,11 +117,14 @@ def header_edits(draw, header: dict):
                 del header[key]
             else:
                 header[key] = draw(ABSURD)
-        elif where == "array" and header.get("arrays"):
+        # an earlier edit may have made "arrays" or "rules" absurd already: edit inside only what is still a list
+        elif where == "array" and isinstance(header.get("arrays"), list) and header["arrays"] \
+                and all(isinstance(e, dict) for e in header["arrays"]):
             entry = draw(st.sampled_from(header["arrays"]))
             entry[draw(st.sampled_from(["dtype", "shape", "offset", "nbytes", "name"]))] = draw(
                 st.one_of(ABSURD, st.sampled_from(["<i4", "<u4", "|b1", "<i8", "|O", "<f8"])))
-        elif where == "rule" and header.get("rules"):
+        elif where == "rule" and isinstance(header.get("rules"), list) and header["rules"] \
+                and all(isinstance(r, list) and len(r) >= 2 for r in header["rules"]):
             rule = draw(st.sampled_from(header["rules"]))
             rule[draw(st.integers(0, 1))] = draw(st.one_of(ABSURD, st.lists(st.integers(-50, 50), max_size=4)))
         elif where == "terminals":

@@ -197,6 +197,39 @@ def test_artifact_round_trip_gives_identical_masks(tmp_path, tiny_vocab):
                 break
 
 
+def test_tables_store_only_the_rows_read_and_save_them_all(tmp_path, tiny_vocab):
+    """A grammar's tables add a state's row to its store when a mask first reads it (``LazyRefs``); saving an
+    artifact after a few masks stores every row, and the loaded artifact masks like the compiled grammar."""
+    compiled = compile_ir(json_grammar(), tiny_vocab, sparse_limit=2)
+    eager = compile_ir(json_grammar(), tiny_vocab, sparse_limit=2)
+    eager.tables.build_all()
+    matcher = Matcher(compiled)
+    matcher.allowed_token_ids()
+    tables = compiled.tables
+    read = {t: sum(r is not None for r in refs._refs) for t, refs in tables.inside.items()}
+    assert read and all(n <= 2 for n in read.values()) and any(len(tables.inside[t]) > 2 for t in read)
+    stored = compiled.tables.store.dense_count + compiled.tables.store.sparse_count
+    assert stored < eager.tables.store.dense_count + eager.tables.store.sparse_count
+    for t, refs in tables.inside.items():  # the rows read are the eager tables' rows
+        for q, r in enumerate(refs._refs):
+            if r is not None:
+                assert tables.store.get(r) == eager.tables.store.get(eager.tables.inside_refs(t)[q])
+    compiled.save(tmp_path / "json.kbnfgpu")
+    loaded = load_compiled(tmp_path / "json.kbnfgpu", tiny_vocab)
+    assert all(len(loaded.tables.inside_refs(t)) == d.n_states for t, d in enumerate(loaded.bnf.dfas))
+    rng = random.Random(5)
+    for _ in range(10):
+        a, b = Matcher(eager), Matcher(loaded)
+        for _ in range(15):
+            allowed = a.allowed_token_ids()
+            assert np.array_equal(allowed, b.allowed_token_ids())
+            if not allowed.size or a.is_finished():
+                break
+            t = int(rng.choice(allowed))
+            a.accept_token(t)
+            b.accept_token(t)
+
+
 def test_artifact_rejects_tampering_wrong_vocab_and_newer_format(tmp_path, tiny_vocab):
     compiled = compile_ir(json_grammar(), tiny_vocab)
     path = tmp_path / "g.kbnfgpu"

@@ -265,3 +265,20 @@ def test_kubernetes_unsatisfiable_schema_is_refused_clearly(k8s_docs: dict[str, 
     schema = json.loads((K8S / "intorstring-util-intstr.json").read_text())
     with pytest.raises(KbnfGpuError, match="unsatisfiable"):
         parse_json_schema(schema, registry=k8s_docs)
+
+
+def test_source_hash_is_of_the_schema_as_compiled() -> None:
+    """The artifact's ``grammar_hash`` is computed on first use (hashing a registry's URIs costs more than a
+    small schema's compile), but of the schema as it was compiled, even if the caller mutates it later."""
+    from kbnf_gpu import Vocabulary, compile_grammar
+    from kbnf_gpu.compile.compiled import grammar_hash
+
+    vocab = Vocabulary({i: bytes([b]) for i, b in enumerate(b'{}[]":,0123456789abc ')}, eos_ids=[21], size=22)
+    registry = {"https://example.com/item": {"type": "integer"}}
+    schema = {"type": "array", "items": {"$ref": "https://example.com/item"}}
+    compiled = compile_grammar(schema, vocab, "json_schema", registry=registry)
+    want = grammar_hash(json.dumps(schema, sort_keys=True), "json_schema", None, {"registry": registry})
+    schema["items"] = {"type": "string"}
+    assert compiled.source_hash == want == grammar_hash(
+        {"type": "array", "items": {"$ref": "https://example.com/item"}}, "json_schema", None, {"registry": registry})
+    assert compiled.source_hash != grammar_hash(schema, "json_schema", None, {"registry": registry})

@@ -182,3 +182,22 @@ def test_long_counted_repetition_of_a_char_rule_is_a_few_block_lexemes():
     for n, ok in ((1, True), (100, True), (101, False), (0, False)):
         state, _, _ = parser.step_bytes(parser.initial_state, b'"' + b"a\\u0123" * (n // 2) + b"b" * (n % 2) + b'"')
         assert (state != DEAD and parser.is_accepting(state)) is ok, n
+
+
+def test_composite_nodes_keep_their_hash_but_never_pickle_it():
+    """Composite IR nodes cache their hash (memo keys hash whole subtrees); it must equal the structural hash,
+    leave equality alone, and not travel in a pickle (string hashes differ between processes)."""
+    import copy
+    import pickle
+
+    leaf = ir.Repeat(ir.Concat((ir.Literal(b"ab"), ir.CharClass(((97, 99),)))), 1, 3)
+    term = ir.Terminal(leaf, name="x")
+    body = ir.Choice((ir.Sequence((term, ir.Ref("r"))), ir.Repetition(term, 0, None)))
+    first = hash(body)
+    assert "_hash" in body.__dict__ and hash(body) == first
+    twin = ir.Choice((ir.Sequence((ir.Terminal(leaf, name="other"), ir.Ref("r"))), ir.Repetition(term, 0, None)))
+    assert twin == body and hash(twin) == first  # names do not compare, so they do not hash
+    assert ir.Terminal(ir.Repeat(leaf.item, 1, 4)) != term
+    back = pickle.loads(pickle.dumps(body))
+    assert "_hash" not in back.__dict__ and back == body and hash(back) == first
+    assert "_hash" not in copy.deepcopy(term).__dict__

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from kbnf_gpu.automata.build import literal_trie
 from kbnf_gpu.compile import dfa_walk
 from kbnf_gpu.compile.row_store import EMPTY_REF, RowStore
-from kbnf_gpu.compile.table_cache import TableCache, decode_table, encode_table
+from kbnf_gpu.compile.table_cache import PackedSets, TableCache, decode_table, encode_table
 from kbnf_gpu.compile.tables import (
     LexemeSplits,
     cross_sets,
@@ -423,6 +423,28 @@ def test_encode_decode_round_trip():
     for bad in (blob[:-1], blob.astype(np.int64), np.concatenate([blob, blob[:1]])):
         with pytest.raises(ValueError):
             decode_table(bad)
+
+
+@FAST
+@given(st.integers(1, 300).flatmap(lambda v: st.tuples(st.just(v), st.lists(st.sets(st.integers(0, v - 1)), max_size=6),
+                                                         st.sampled_from([0, 3, 256]))))
+def test_packed_sets_are_the_sets_they_pack(case):
+    """The cache's form of a table: each state's set cut out of one array, equal to the sets packed, with
+    nothing the garbage collector has to scan."""
+    import gc
+
+    V, members, limit = case
+    sets = tuple(TokenSet.from_ids(m, V, sparse_limit=limit) for m in members)
+    packed = PackedSets.of(sets)
+    assert packed == sets and len(packed) == len(sets) and packed[:2] == sets[:2]
+    assert PackedSets.of(packed) is packed and decode_table(encode_table(packed)) == sets
+    for q, s in enumerate(sets):
+        assert ids(packed[q]) == members[q] and packed[q].is_dense == s.is_dense
+        assert packed[q].store_key() == s.store_key()  # a dense row's digest, kept by the table
+    gc.collect()
+    assert not any(gc.is_tracked(x) for x in gc.get_referents(packed) if x is not PackedSets)
+    store = RowStore(V, sparse_limit=limit)
+    assert [store.get(store.add(s)) for s in packed] == list(sets)
 
 
 def test_no_pickle_in_compile_package():

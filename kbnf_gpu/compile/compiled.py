@@ -69,7 +69,7 @@ class CompiledGrammar:
         *,
         config: CompileConfig,
         end_mode: str,
-        source_hash: str = "",
+        source_hash: str | Callable[[], str] = "",
         tables: Any = None,
     ) -> None:
         if end_mode not in ("eager", "eos"):
@@ -78,7 +78,7 @@ class CompiledGrammar:
         self.vocab = vocab
         self.config = config
         self.end_mode = end_mode
-        self.source_hash = source_hash
+        self._source_hash = source_hash
         self.parser = EarleyParser(bnf, memo_limit=config.memo_limit)
         self.initial_state = self.parser.initial_state
         self.eos_ids = _frozen(np.array(sorted(set(int(i) for i in vocab.eos_ids)), dtype=np.int32))
@@ -94,6 +94,14 @@ class CompiledGrammar:
         self._masks = (MaskBuilder(self.parser, tables, vocab, self._token_bytes, cache_limit=config.mask_cache_limit)
                        if tables is not None and config.use_tables else None)
         self._sorted_tokens: SortedTokens | None = None
+
+    @property
+    def source_hash(self) -> str:
+        """sha256 of the source and options (an artifact's ``grammar_hash``); computed on first use, because
+        hashing a large registry's URIs costs more than compiling a small schema."""
+        if callable(self._source_hash):
+            self._source_hash = self._source_hash()
+        return self._source_hash
 
     @property
     def dense_rows(self) -> np.ndarray:
@@ -260,11 +268,12 @@ def compile_grammar(
             from .grammar_tables import build_grammar_tables
 
             tables = build_grammar_tables(bnf, vocab, config=config, eager=eager, progress=progress)
+    text = source if isinstance(source, str) else json.dumps(source, sort_keys=True)  # as compiled, if mutated later
     return CompiledGrammar(
         bnf,
         vocab,
         config=config,
         end_mode=mode,
-        source_hash=grammar_hash(source, syntax, start, options),
+        source_hash=lambda: grammar_hash(text, syntax, start, options),
         tables=tables,
     )

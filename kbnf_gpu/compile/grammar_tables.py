@@ -26,6 +26,7 @@ its start (``rest_tables``).
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Callable
 
 import numpy as np
@@ -40,6 +41,7 @@ from .dfa_walk import chain_literal
 from .row_store import RowStore
 from .tables import prefix_set, rest_cross_set, rest_deep_set
 from .table_cache import TableCache
+from .token_sets import TokenSet
 from .token_trie import TokenTrie
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -50,6 +52,35 @@ _DEFAULT_CACHES: dict[tuple[str | None, int], TableCache] = {}
 
 GROUP_MIN = 8  # literal followers without pair tables yet, from which on they get one table together
 GROUP_TABLES = 1 << 10  # follower-group tables kept per grammar (each is one row reference per state of ``t``)
+
+
+class LazyRefs:
+    """One table's row references, one per DFA state, each added to the store the first time it is read.
+
+    A grammar reaches few states of each terminal (a 50-state string body is
+    entered in two or three), so a new grammar stores only those rows instead
+    of digesting every state's 16 KB row up front.
+    """
+
+    __slots__ = ("_store", "_sets", "_refs")
+
+    def __init__(self, store: RowStore, sets: Sequence[TokenSet] | None = None, refs: np.ndarray | None = None) -> None:
+        self._store = store
+        self._sets = sets
+        self._refs: list[int | None] = [None] * len(sets) if refs is None else [int(r) for r in refs]
+
+    def __len__(self) -> int:
+        return len(self._refs)
+
+    def __getitem__(self, q: int) -> int:
+        ref = self._refs[q]
+        if ref is None:  # a race stores the same set twice: the store keeps one copy and both get its reference
+            ref = self._refs[q] = self._store.add(self._sets[q])
+        return ref
+
+    def resolved(self) -> np.ndarray:
+        """Every state's reference (``int64 [n_states]``), storing the rows not read yet."""
+        return np.array([self[q] for q in range(len(self._refs))], dtype=np.int64)
 
 
 def table_cache(directory: str | None, sparse_limit: int) -> TableCache:
@@ -144,17 +175,17 @@ class GrammarTables:
         trie: TokenTrie,
         cache: TableCache,
         store: RowStore,
-        inside: dict[int, np.ndarray] | None = None,
-        cross: dict[tuple[int, int], np.ndarray] | None = None,
-        deep: dict[tuple[int, int], np.ndarray] | None = None,
+        inside: dict[int, LazyRefs] | None = None,
+        cross: dict[tuple[int, int], LazyRefs] | None = None,
+        deep: dict[tuple[int, int], LazyRefs] | None = None,
     ) -> None:
         self.grammar = grammar
         self.trie = trie
         self.cache = cache
         self.store = store
-        self.inside: dict[int, np.ndarray] = dict(inside or {})
-        self.cross: dict[tuple[int, int], np.ndarray] = dict(cross or {})
-        self.deep: dict[tuple[int, int], np.ndarray] = dict(deep or {})
+        self.inside: dict[int, LazyRefs] = dict(inside or {})
+        self.cross: dict[tuple[int, int], LazyRefs] = dict(cross or {})
+        self.deep: dict[tuple[int, int], LazyRefs] = dict(deep or {})
         self._literals: dict[int, tuple[bytes, dict[int, int], tuple[int, ...]] | None] = {}
         self._same_dfa: dict[int, int] = {}  # terminal -> the first terminal seen with an equal DFA
         self._by_fingerprint: dict[str, int] = {}
@@ -176,21 +207,20 @@ class GrammarTables:
 
     # --------------------------------------------------------------- lookups
 
-    def inside_refs(self, t: int) -> np.ndarray:
+    def inside_refs(self, t: int) -> LazyRefs:
         refs = self.inside.get(t)
         if refs is None:
-            sets = self.cache.inside(self.grammar.dfas[t], self.trie)
-            refs = self.inside[t] = np.array(self.store.add_all(sets), dtype=np.int64)
+            refs = self.inside[t] = LazyRefs(self.store, self.cache.inside(self.grammar.dfas[t], self.trie))
         return refs
 
-    def cross_refs(self, t: int, t2: int) -> np.ndarray:
+    def cross_refs(self, t: int, t2: int) -> LazyRefs:
         refs = self.cross.get((t, t2))
         if refs is None:
             self._pair(t, t2)
             refs = self.cross[(t, t2)]
         return refs
 
-    def deep_refs(self, t: int, t2: int) -> np.ndarray:
+    def deep_refs(self, t: int, t2: int) -> LazyRefs:
         refs = self.deep.get((t, t2))
         if refs is None:
             self._pair(t, t2)
@@ -204,7 +234,7 @@ class GrammarTables:
             rep = self._same_dfa[t] = self._by_fingerprint.setdefault(self.grammar.dfas[t].fingerprint, t)
         return rep
 
-    def follower_tables(self, t: int, followers: tuple[int, ...]) -> list[tuple[np.ndarray, np.ndarray]]:
+    def follower_tables(self, t: int, followers: tuple[int, ...]) -> list[tuple[LazyRefs, LazyRefs]]:
         """``(CROSS refs, DEEP refs)`` per state of ``t``, whose unions over the list are the unions over
         ``followers``: one entry per follower, except that literal followers without pair tables yet, when there
         are ``GROUP_MIN`` or more, share one entry (the tables of their union)."""
@@ -216,8 +246,8 @@ class GrammarTables:
         if group is None:
             dfa = self.grammar.dfas[t]
             group = self._groups.put((t, missing), (
-                np.array(self.store.add_all(self.cache.cross(dfa, union, self.trie)), dtype=np.int64),
-                np.array(self.store.add_all(self.cache.deep(dfa, [union], self.trie)), dtype=np.int64)))
+                LazyRefs(self.store, self.cache.cross(dfa, union, self.trie)),
+                LazyRefs(self.store, self.cache.deep(dfa, [union], self.trie))))
         grouped = set(missing)
         return [group] + [(self.cross_refs(t, t2), self.deep_refs(t, t2)) for t2 in followers if t2 not in grouped]
 
@@ -280,8 +310,8 @@ class GrammarTables:
 
     def _pair(self, t: int, t2: int) -> None:
         dfas = self.grammar.dfas
-        cross = np.array(self.store.add_all(self.cache.cross(dfas[t], dfas[t2], self.trie)), dtype=np.int64)
-        deep = np.array(self.store.add_all(self.cache.deep(dfas[t], [dfas[t2]], self.trie)), dtype=np.int64)
+        cross = LazyRefs(self.store, self.cache.cross(dfas[t], dfas[t2], self.trie))
+        deep = LazyRefs(self.store, self.cache.deep(dfas[t], [dfas[t2]], self.trie))
         self.deep[(t, t2)] = deep  # deep first: a reader that sees cross also sees deep
         self.cross[(t, t2)] = cross
 
@@ -291,12 +321,13 @@ class GrammarTables:
         total = len(self.grammar.dfas) + sum(len(f) for f in follow)
         done = 0
         for t in range(len(self.grammar.dfas)):
-            self.inside_refs(t)
+            self.inside_refs(t).resolved()
             done += 1
             if progress is not None:
                 progress("token tables", done, total)
             for t2 in sorted(follow[t]):
-                self.cross_refs(t, t2)
+                self.cross_refs(t, t2).resolved()
+                self.deep_refs(t, t2).resolved()
                 done += 1
                 if progress is not None:
                     progress("token tables", done, total)
@@ -305,16 +336,18 @@ class GrammarTables:
     # ---------------------------------------------------------- serialization
 
     def to_arrays(self) -> dict[str, np.ndarray]:
-        arrays = {f"store_{k}": v for k, v in self.store.to_arrays().items()}
         n_terms = len(self.grammar.dfas)
-        inside = [self.inside_refs(t) for t in range(n_terms)]
+        inside = [self.inside_refs(t).resolved() for t in range(n_terms)]
+        keys = sorted(self.cross)
+        cross = [self.cross[k].resolved() for k in keys]
+        deep = [self.deep[k].resolved() for k in keys]
+        arrays = {f"store_{k}": v for k, v in self.store.to_arrays().items()}  # after resolving: every row is in
         arrays["inside_ptr"] = np.cumsum([0] + [a.size for a in inside]).astype(np.int64)
         arrays["inside_refs"] = _concat(inside)
-        keys = sorted(self.cross)
         arrays["cross_keys"] = np.array(keys, dtype=np.int64).reshape(-1, 2)
-        arrays["cross_ptr"] = np.cumsum([0] + [self.cross[k].size for k in keys]).astype(np.int64)
-        arrays["cross_refs"] = _concat([self.cross[k] for k in keys])
-        arrays["deep_refs"] = _concat([self.deep[k] for k in keys])
+        arrays["cross_ptr"] = np.cumsum([0] + [a.size for a in cross]).astype(np.int64)
+        arrays["cross_refs"] = _concat(cross)
+        arrays["deep_refs"] = _concat(deep)
         return arrays
 
     @classmethod
@@ -326,7 +359,7 @@ class GrammarTables:
         n_states = [d.n_states for d in grammar.dfas]
         ptr = arrays["inside_ptr"]
         _check_ptr(ptr, arrays["inside_refs"].size, n_states, "inside")
-        inside = {i: arrays["inside_refs"][ptr[i]:ptr[i + 1]] for i in range(ptr.size - 1)}
+        inside = {i: LazyRefs(store, refs=arrays["inside_refs"][ptr[i]:ptr[i + 1]]) for i in range(ptr.size - 1)}
         cptr = arrays["cross_ptr"]
         keys = [(int(a), int(b)) for a, b in arrays["cross_keys"].reshape(-1, 2)]
         if any(not (0 <= a < len(n_states) and 0 <= b < len(n_states)) for a, b in keys):
@@ -334,12 +367,12 @@ class GrammarTables:
         _check_ptr(cptr, arrays["cross_refs"].size, [n_states[a] for a, _ in keys], "cross")
         if arrays["deep_refs"].size != arrays["cross_refs"].size:
             raise ValueError("deep and cross tables differ in size")
-        cross = {k: arrays["cross_refs"][cptr[i]:cptr[i + 1]] for i, k in enumerate(keys)}
-        deep = {k: arrays["deep_refs"][cptr[i]:cptr[i + 1]] for i, k in enumerate(keys)}
         lo, hi = -store.sparse_count, store.dense_count
         for refs in (arrays["inside_refs"], arrays["deep_refs"], arrays["cross_refs"]):
             if refs.size and (refs.min() < lo or refs.max() >= hi):
                 raise ValueError("a table reference points outside the stored rows")
+        cross = {k: LazyRefs(store, refs=arrays["cross_refs"][cptr[i]:cptr[i + 1]]) for i, k in enumerate(keys)}
+        deep = {k: LazyRefs(store, refs=arrays["deep_refs"][cptr[i]:cptr[i + 1]]) for i, k in enumerate(keys)}
         return cls(grammar, trie, cache, store, inside, cross, deep)
 
 

@@ -11,20 +11,14 @@ whatever matrix it got, whose first rows never change. Adding is thread-safe.
 """
 from __future__ import annotations
 
-import hashlib
 import threading
 from collections.abc import Mapping
 
 import numpy as np
 
-from .token_sets import DEFAULT_SPARSE_LIMIT, TokenSet, words_for
+from .token_sets import DEFAULT_SPARSE_LIMIT, TokenSet, row_digest, words_for
 
 EMPTY_REF = -1
-
-
-def row_digest(bits: np.ndarray) -> bytes:
-    """A 128-bit content digest of a bitset row (rows are addressed by it instead of their 16 KB of bytes)."""
-    return hashlib.blake2b(np.ascontiguousarray(bits, dtype=np.uint32).data, digest_size=16).digest()
 
 
 def is_dense_ref(ref: int) -> bool:
@@ -55,15 +49,17 @@ class RowStore:
                 f"token set over {tokens.vocab_size} tokens added to a store over {self.vocab_size}"
             )
         if tokens.count <= self.sparse_limit:
-            return -1 - self._add_sparse(tokens.to_ids())
+            return -1 - self._add_sparse(tokens.to_ids(), tokens.store_key() if tokens.ids is not None else None)
+        if tokens.bits is not None:
+            return self._add_dense(tokens.bits, tokens.store_key())
         return self._add_dense(tokens.to_bitset())
 
     def add_all(self, sets: tuple[TokenSet, ...] | list[TokenSet]) -> list[int]:
         return [self.add(s) for s in sets]
 
-    def _add_sparse(self, ids: np.ndarray) -> int:
+    def _add_sparse(self, ids: np.ndarray, key: bytes | None = None) -> int:
         ids = np.ascontiguousarray(ids, dtype=np.int32)
-        key = ids.tobytes()
+        key = ids.tobytes() if key is None else key
         index = self._sparse_index.get(key)
         if index is None:
             with self._lock:
@@ -74,9 +70,9 @@ class RowStore:
                     index = self._sparse_index[key] = len(self._sparse) - 1
         return index
 
-    def _add_dense(self, bits: np.ndarray) -> int:
+    def _add_dense(self, bits: np.ndarray, key: bytes | None = None) -> int:
         bits = np.ascontiguousarray(bits, dtype=np.uint32)
-        key = row_digest(bits)
+        key = row_digest(bits) if key is None else key
         index = self._dense_index.get(key)
         if index is None:
             with self._lock:

@@ -27,8 +27,8 @@ from .token_trie import TokenTrie, VocabularyLike
 
 FORMAT = "kbnf_gpu.tables/1"
 
-Table = Union[tuple[TokenSet, ...], LexemeSplits]
-T = TypeVar("T", tuple[TokenSet, ...], LexemeSplits)
+Table = Union["PackedSets", tuple[TokenSet, ...], LexemeSplits]
+T = TypeVar("T", "PackedSets", LexemeSplits)
 
 
 def table_key(kind: str, vocab_fingerprint: str, *dfa_fingerprints: str, sparse_limit: int = 0) -> str:
@@ -44,6 +44,8 @@ def table_nbytes(table: Table) -> int:
     """The array bytes of a table (what bounds the cache)."""
     if isinstance(table, LexemeSplits):
         return 3 * (table.token_ids.nbytes + table.offsets.nbytes)  # with its memoized positions
+    if isinstance(table, PackedSets):
+        return table.blob.nbytes
     return sum((t.ids if t.ids is not None else t.bits).nbytes for t in table)
 
 
@@ -72,7 +74,7 @@ class TableCache:
 
     # ---------------------------------------------------------------- tables
 
-    def inside(self, dfa: DFALike, vocab: VocabularyLike | TokenTrie) -> tuple[TokenSet, ...]:
+    def inside(self, dfa: DFALike, vocab: VocabularyLike | TokenTrie) -> "PackedSets":
         return self._get(
             "inside",
             vocab,
@@ -82,7 +84,7 @@ class TableCache:
 
     def cross(
         self, dfa_a: DFALike, dfa_b: DFALike, vocab: VocabularyLike | TokenTrie
-    ) -> tuple[TokenSet, ...]:
+    ) -> "PackedSets":
         return self._get(
             "cross",
             vocab,
@@ -95,7 +97,7 @@ class TableCache:
 
     def deep(
         self, dfa_a: DFALike, followers: Sequence[DFALike], vocab: VocabularyLike | TokenTrie
-    ) -> tuple[TokenSet, ...]:
+    ) -> "PackedSets":
         """``DEEP[a; B]`` with B = ``followers`` (their order does not matter)."""
         followers = sorted({b.fingerprint: b for b in followers}.items())
         return self._get(
@@ -139,6 +141,8 @@ class TableCache:
                 self.disk_hits += 1
         else:
             table = compute(as_trie(vocab))
+            if not isinstance(table, LexemeSplits):
+                table = PackedSets.of(table)
             with self._lock:
                 self.misses += 1
             self._store(key, kind, table)
@@ -198,6 +202,8 @@ def encode_table(table: Table) -> np.ndarray:
     Sets: ``[magic, V, n, n_dense, nnz, counts[n], dense_of[n], ptr[n+1], ids[nnz], dense[n_dense*W]]``;
     splits: ``[magic, V, n, token_ids[n], offsets[n]]``.
     """
+    if isinstance(table, PackedSets):
+        return table.blob
     if isinstance(table, LexemeSplits):
         head = np.array([_SPLITS_MAGIC, table.vocab_size, table.count], dtype=np.uint32)
         return np.concatenate([head, table.token_ids.astype(np.uint32), table.offsets.astype(np.uint32)])
@@ -214,7 +220,8 @@ def encode_table(table: Table) -> np.ndarray:
 
 
 def decode_table(blob: np.ndarray) -> Table:
-    """Inverse of :func:`encode_table`; raises ``ValueError`` on malformed input."""
+    """Inverse of :func:`encode_table` (sets come back as :class:`PackedSets`); ``ValueError`` on malformed
+    input."""
     blob = np.asarray(blob)
     if blob.dtype != np.uint32 or blob.ndim != 1 or blob.size < 3:
         raise ValueError("not a token table")
@@ -231,28 +238,79 @@ def decode_table(blob: np.ndarray) -> Table:
         return LexemeSplits(vocab_size, token_ids, offsets)
     if magic != _SETS_MAGIC or blob.size < 5:
         raise ValueError("not a token table")
-    n_dense, nnz = int(blob[3]), int(blob[4])
-    w = words_for(vocab_size)
-    at = 5
-    counts, dense_of, ptr = blob[at : at + n], blob[at + n : at + 2 * n], blob[at + 2 * n : at + 3 * n + 1]
-    at += 3 * n + 1
-    if blob.size != at + nnz + n_dense * w or ptr.size != n + 1 or int(ptr[-1]) != nnz:
-        raise ValueError("token table: wrong length")
-    ids = blob[at : at + nnz].astype(np.int32)
-    dense = blob[at + nnz :].reshape(n_dense, w).copy()
-    if nnz and int(ids.max()) >= vocab_size or (np.diff(ptr.astype(np.int64)) < 0).any():
-        raise ValueError("token table: malformed ids")
-    ids.setflags(write=False)
-    dense.setflags(write=False)
-    out = []
-    for i in range(n):
-        if dense_of[i] != _NONE:
-            if int(dense_of[i]) >= n_dense:
-                raise ValueError("token table: bad dense row")
-            out.append(TokenSet(vocab_size, int(counts[i]), bits=dense[int(dense_of[i])]))
+    return PackedSets(blob)
+
+
+class PackedSets(Sequence[TokenSet]):
+    """A table's token sets (one per DFA state) held as the one flat array of :func:`encode_table`.
+
+    Cached tables are kept in this form: one array per table instead of a
+    ``TokenSet`` per state, so thousands of cached tables cost the garbage
+    collector nothing to scan, and a state's set is cut out only when a
+    grammar reaches it. Equal to any sequence of equal sets.
+    """
+
+    __slots__ = ("_blob", "_vocab_size", "_counts", "_dense_of", "_ptr", "_ids", "_dense", "_digests")
+
+    def __init__(self, blob: np.ndarray) -> None:
+        vocab_size, n, n_dense, nnz = (int(x) for x in blob[1:5])
+        w = words_for(vocab_size)
+        at = 5
+        counts, dense_of, ptr = blob[at : at + n], blob[at + n : at + 2 * n], blob[at + 2 * n : at + 3 * n + 1]
+        at += 3 * n + 1
+        if blob.size != at + nnz + n_dense * w or ptr.size != n + 1 or int(ptr[-1]) != nnz:
+            raise ValueError("token table: wrong length")
+        ids = blob[at : at + nnz].view(np.int32)
+        if nnz and int(blob[at : at + nnz].max()) >= vocab_size or (np.diff(ptr.astype(np.int64)) < 0).any():
+            raise ValueError("token table: malformed ids")
+        is_dense = dense_of != _NONE
+        if (dense_of[is_dense] >= n_dense).any():
+            raise ValueError("token table: bad dense row")
+        if (np.diff(ptr.astype(np.int64))[~is_dense] != counts[~is_dense]).any():
+            raise ValueError("token table: count mismatch")
+        blob = blob.copy() if blob.flags.writeable or not blob.flags.c_contiguous else blob
+        blob.setflags(write=False)
+        self._blob = blob
+        self._vocab_size = vocab_size
+        # tuples and a dict of atomic values: the collector stops tracking them
+        self._counts = tuple(counts.tolist())
+        self._dense_of = tuple(int(d) if d != _NONE else -1 for d in dense_of.tolist())
+        self._ptr = tuple(ptr.tolist())
+        self._ids = blob[at : at + nnz].view(np.int32)
+        self._dense = blob[at + nnz :].reshape(n_dense, w)
+        self._digests: dict[int, bytes] = {}
+
+    @classmethod
+    def of(cls, sets: Sequence[TokenSet]) -> "PackedSets":
+        return sets if isinstance(sets, PackedSets) else cls(encode_table(tuple(sets)))
+
+    @property
+    def blob(self) -> np.ndarray:
+        return self._blob
+
+    def __len__(self) -> int:
+        return len(self._counts)
+
+    def __getitem__(self, q):  # type: ignore[override]
+        if isinstance(q, slice):
+            return tuple(self[i] for i in range(*q.indices(len(self))))
+        d = self._dense_of[q]
+        if d < 0:
+            return TokenSet(self._vocab_size, self._counts[q], ids=self._ids[self._ptr[q] : self._ptr[q + 1]])
+        tokens = TokenSet(self._vocab_size, self._counts[q], bits=self._dense[d])
+        digest = self._digests.get(d)
+        if digest is None:  # a race computes it twice, with one result
+            self._digests[d] = tokens.store_key()
         else:
-            sl = ids[int(ptr[i]) : int(ptr[i + 1])]
-            if sl.size != counts[i]:
-                raise ValueError("token table: count mismatch")
-            out.append(TokenSet(vocab_size, int(counts[i]), ids=sl))
-    return tuple(out)
+            object.__setattr__(tokens, "_store_key", digest)
+        return tokens
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence):
+            return NotImplemented
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other))
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"PackedSets({len(self)} sets, {self._blob.nbytes} bytes)"

@@ -8,6 +8,7 @@ bytes each instead of 16 KB.
 """
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -48,6 +49,11 @@ def unique_sorted(values: np.ndarray) -> np.ndarray:
     if values.shape[0] > 1:
         values = values[np.concatenate(([True], values[1:] != values[:-1]))]
     return values
+
+
+def row_digest(bits: np.ndarray) -> bytes:
+    """A 128-bit content digest of a bitset row (rows are addressed by it instead of their 16 KB of bytes)."""
+    return hashlib.blake2b(np.ascontiguousarray(bits, dtype=np.uint32).data, digest_size=16).digest()
 
 
 def ids_to_bits(ids: np.ndarray, vocab_size: int) -> np.ndarray:
@@ -144,6 +150,16 @@ class TokenSet:
             return bool((int(self.bits[token >> 5]) >> (token & 31)) & 1)
         i = int(np.searchsorted(self.ids, token))
         return i < self.count and int(self.ids[i]) == token
+
+    def store_key(self) -> bytes:
+        """What a :class:`RowStore` finds this set by within its form: the id list's bytes, or the bitset's
+        digest. Computed once: a cached table's sets are stored by every grammar that uses the table."""
+        key = self.__dict__.get("_store_key")
+        if key is None:
+            key = (np.ascontiguousarray(self.ids, dtype=np.int32).tobytes() if self.ids is not None
+                   else row_digest(self.bits))
+            object.__setattr__(self, "_store_key", key)
+        return key
 
     def to_ids(self) -> np.ndarray:
         """Sorted ``int32`` token ids."""
