@@ -61,6 +61,16 @@ class ByteDFA:
         h.update(self.accepting.astype(np.uint8).tobytes())
         return h.hexdigest()
 
+    @cached_property
+    def accepting_list(self) -> list[bool]:
+        """``accepting`` as a Python list (the parser reads it per byte; DFAs are shared by grammars)."""
+        return self.accepting.tolist()
+
+    @cached_property
+    def has_exit_list(self) -> list[bool]:
+        """Per state, whether any byte leads on (a state without one ends its lexeme)."""
+        return (self.transitions >= 0).any(axis=1).tolist()
+
     @property
     def nullable(self) -> bool:
         """Whether the empty string is in the language."""

@@ -130,37 +130,33 @@ class EarleyParser:
 
     def __init__(self, grammar: BnfGrammar, *, memo_limit: int = 1 << 13) -> None:
         self.grammar = grammar
-        pos_sym: list[int | None] = []
-        pos_lhs: list[int] = []
-        rule_start: list[int] = []
-        for rule in grammar.rules:
-            rule_start.append(len(pos_sym))
-            for sym in rule.rhs:
-                pos_sym.append(sym)
-                pos_lhs.append(rule.lhs)
-            pos_sym.append(None)
-            pos_lhs.append(rule.lhs)
+        rules = grammar.rules
+        pos_sym: list[int | None] = list(itertools.chain.from_iterable((*rule.rhs, None) for rule in rules))
+        sizes = [len(rule.rhs) + 1 for rule in rules]
+        pos_lhs = list(itertools.chain.from_iterable(itertools.repeat(rule.lhs, n) for rule, n in zip(rules, sizes)))
+        rule_start = [0, *itertools.accumulate(sizes)][:-1]
         self.pos_sym = pos_sym
         self.pos_lhs = pos_lhs
         # the symbol after the dot is the rule's last one (Leo candidates)
-        self.pos_last = [pos_sym[p] is not None and pos_sym[p + 1] is None for p in range(len(pos_sym))]
-        by_lhs: dict[int, list[int]] = defaultdict(list)
-        for r, rule in enumerate(grammar.rules):
-            by_lhs[rule.lhs].append(rule_start[r])
-        self.predict = [tuple(by_lhs[n]) for n in range(len(grammar.nonterminals))]
-        after: dict[int, list[int]] = defaultdict(list)
+        self.pos_last = [sym is not None and nxt is None for sym, nxt in zip(pos_sym, pos_sym[1:] + [None])]
+        n_nt = len(grammar.nonterminals)
+        by_lhs: list[list[int]] = [[] for _ in range(n_nt)]
+        for rule, start in zip(rules, rule_start):
+            by_lhs[rule.lhs].append(start)
+        self.predict = [tuple(starts) for starts in by_lhs]
+        after: list[list[int]] = [[] for _ in range(n_nt)]
         for p, sym in enumerate(pos_sym):
             if sym is not None and sym >= 0:
                 after[sym].append(p)
-        self.waiting_anywhere = [tuple(after[n]) for n in range(len(grammar.nonterminals))]
+        self.waiting_anywhere = [tuple(ps) for ps in after]
         self._predictions: list[_Prediction | None] = [None] * len(grammar.nonterminals)
         self._first: dict[int, tuple[int, ...]] = {}  # symbol -> terminals that can start it (bounded by the grammar)
         self.nullable = grammar.nullable
         self.transitions = [d.transitions for d in grammar.dfas]
-        self.accepting = [d.accepting.tolist() for d in grammar.dfas]
+        self.accepting = [d.accepting_list for d in grammar.dfas]
         self.term_nullable = [bool(d.nullable) for d in grammar.dfas]
         # a pair whose DFA state has no way out is finished once its completion is done
-        self.has_exit = [(d.transitions >= 0).any(axis=1).tolist() for d in grammar.dfas]
+        self.has_exit = [d.has_exit_list for d in grammar.dfas]
         # per terminal, per DFA state: its 256 transitions as a list (filled on first use)
         self._rows: list[list[list[int] | None]] = [[None] * d.n_states for d in grammar.dfas]
         self._lock = threading.Lock()
