@@ -252,7 +252,7 @@ class PackedSets(Sequence[TokenSet]):
 
     __slots__ = ("_blob", "_vocab_size", "_counts", "_dense_of", "_ptr", "_ids", "_dense", "_digests")
 
-    def __init__(self, blob: np.ndarray) -> None:
+    def __init__(self, blob: np.ndarray, *, check: bool = True) -> None:
         vocab_size, n, n_dense, nnz = (int(x) for x in blob[1:5])
         w = words_for(vocab_size)
         at = 5
@@ -260,14 +260,14 @@ class PackedSets(Sequence[TokenSet]):
         at += 3 * n + 1
         if blob.size != at + nnz + n_dense * w or ptr.size != n + 1 or int(ptr[-1]) != nnz:
             raise ValueError("token table: wrong length")
-        ids = blob[at : at + nnz].view(np.int32)
-        if nnz and int(blob[at : at + nnz].max()) >= vocab_size or (np.diff(ptr.astype(np.int64)) < 0).any():
-            raise ValueError("token table: malformed ids")
-        is_dense = dense_of != _NONE
-        if (dense_of[is_dense] >= n_dense).any():
-            raise ValueError("token table: bad dense row")
-        if (np.diff(ptr.astype(np.int64))[~is_dense] != counts[~is_dense]).any():
-            raise ValueError("token table: count mismatch")
+        if check:  # a blob read from disk; one packed here is right by construction
+            if nnz and int(blob[at : at + nnz].max()) >= vocab_size or (np.diff(ptr.astype(np.int64)) < 0).any():
+                raise ValueError("token table: malformed ids")
+            is_dense = dense_of != _NONE
+            if (dense_of[is_dense] >= n_dense).any():
+                raise ValueError("token table: bad dense row")
+            if (np.diff(ptr.astype(np.int64))[~is_dense] != counts[~is_dense]).any():
+                raise ValueError("token table: count mismatch")
         blob = blob.copy() if blob.flags.writeable or not blob.flags.c_contiguous else blob
         blob.setflags(write=False)
         self._blob = blob
@@ -282,7 +282,11 @@ class PackedSets(Sequence[TokenSet]):
 
     @classmethod
     def of(cls, sets: Sequence[TokenSet]) -> "PackedSets":
-        return sets if isinstance(sets, PackedSets) else cls(encode_table(tuple(sets)))
+        if isinstance(sets, PackedSets):
+            return sets
+        blob = encode_table(tuple(sets))
+        blob.setflags(write=False)  # ours alone: no defensive copy
+        return cls(blob, check=False)
 
     @property
     def blob(self) -> np.ndarray:
