@@ -25,7 +25,13 @@ Parts:
    its accept strings, ours only: the worst five by per-token mean.
 
     python benchmarks/bench_trace.py [--docs 200] [--instances 50] [--parts json,schemas,gbnf,corpus]
+        [--freeze-startup-heap]   # gc.freeze() after start-up, as vLLM's engine core does
     python benchmarks/bench_trace.py --reduced     # CI: a few documents, correctness only
+
+The JSON part also lists each engine's full garbage collections (generation 2,
+ms each): in a Python server they are the per-token maximum. vLLM freezes its
+start-up heap (``gc.freeze()``), so a full collection there scans only the
+objects made while serving; ``--freeze-startup-heap`` does the same here.
 
 ``--reduced`` asserts that every engine accepts every token of every document
 and that our two paths give the same masks (it times nothing).
@@ -362,6 +368,27 @@ def run_trace(engine, documents: list[list[int]]) -> list[list[float]]:
     return out
 
 
+class FullCollections:
+    """The garbage collector's full (generation 2) collections while the block runs, in ms each."""
+
+    def __enter__(self) -> "FullCollections":
+        self.pauses: list[float] = []
+        self._start = 0.0
+        gc.callbacks.append(self._callback)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        gc.callbacks.remove(self._callback)
+
+    def _callback(self, phase: str, info: dict) -> None:
+        if info.get("generation") != 2:
+            return
+        if phase == "start":
+            self._start = time.perf_counter()
+        else:
+            self.pauses.append((time.perf_counter() - self._start) * 1e3)
+
+
 def stats_us(per_doc: list[list[float]]) -> dict:
     flat = np.array([t for doc in per_doc for t in doc]) * 1e6
     if not flat.size:
@@ -440,19 +467,22 @@ def part_json(ctx: Context) -> dict:
                           lambda: llguidance.LLMatcher.grammar_from_lark(JSON_LARK)))
     result: dict = {"documents": len(docs), "tokens": sum(map(len, token_docs)), "engines": {}}
     first, last = min(20, len(docs)), min(100, len(docs) // 2)
-    for name, engine in engines.items():
+    for name in list(engines):
+        engine = engines.pop(name)  # each engine's caches die before the next runs (a full collection scans them)
         if isinstance(engine, str):
             result["engines"][name] = {"error": engine}
             continue
         checkpoints = {}
         per_doc: list[list[float]] = []
         gc.collect()
-        for i, tokens in enumerate(token_docs, 1):
-            per_doc += run_trace(engine, [tokens])
-            if isinstance(engine, Ours) and i in (20, 100, 200, len(token_docs)):
-                checkpoints[i] = cache_sizes(engine.compiled)
+        with FullCollections() as full:
+            for i, tokens in enumerate(token_docs, 1):
+                per_doc += run_trace(engine, [tokens])
+                if isinstance(engine, Ours) and i in (20, 100, 200, len(token_docs)):
+                    checkpoints[i] = cache_sizes(engine.compiled)
         result["engines"][name] = {"first": stats_us(per_doc[:first]), "last": stats_us(per_doc[-last:]),
-                                   "all": stats_us(per_doc), "caches": checkpoints}
+                                   "all": stats_us(per_doc), "caches": checkpoints,
+                                   "full_collections_ms": [round(ms, 1) for ms in full.pauses]}
     return result
 
 
@@ -561,6 +591,9 @@ def print_report(results: dict) -> None:
         for name, e in r["engines"].items():
             for n, sizes in e.get("caches", {}).items():
                 print(f"{name} after {n} documents: {sizes}")
+        for name, e in r["engines"].items():
+            if "full_collections_ms" in e:
+                print(f"{name}: full garbage collections during its trace (ms): {e['full_collections_ms']}")
     if "schemas" in results:
         print("\nSchemas: µs per token; first 10 instances / last 25")
         for schema, rows in results["schemas"].items():
@@ -613,6 +646,25 @@ def reduced(ctx: Context) -> None:
     print("reduced trace: OK")
 
 
+def start_up(ctx: Context) -> None:
+    """What a server does before it serves, then ``gc.freeze()`` as vLLM does: each engine compiles and runs
+    a small grammar unrelated to the trace's (so every module it loads lazily is loaded and its per-vocabulary
+    structures are built, while no table of the trace's grammars is warm)."""
+    import llguidance
+
+    from kbnf_gpu import compile_grammar
+
+    tokens = ctx.tokens("abc")
+    engines = [Ours(compile_grammar("[a-z]+", ctx.vocab, syntax="regex"), path) for path in ("parts", "bitmask")]
+    engines.append(Xgrammar(ctx.xgr_compiler().compile_regex("[a-z]+"), ctx.vocab.size, int(ctx.vocab.eos_ids[0])))
+    engines.append(Llguidance(ctx.llg_tokenizer(), llguidance.LLMatcher.grammar_from_regex("[a-z]+")))
+    for engine in engines:
+        run_trace(engine, [tokens])
+    del engines
+    gc.collect()
+    gc.freeze()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--docs", type=int, default=200)
@@ -620,6 +672,9 @@ def main() -> None:
     parser.add_argument("--parts", default="json,schemas,gbnf,corpus")
     parser.add_argument("--reduced", action="store_true", help="CI: a few documents, correctness only")
     parser.add_argument("--out", default=str(HERE / "out" / "bench_trace.json"))
+    parser.add_argument("--freeze-startup-heap", action="store_true",
+                        help="gc.freeze() after start-up, as vLLM's engine core does (vllm.utils.gc_utils.freeze_gc_heap): "
+                             "full collections then scan only what the run created")
     args = parser.parse_args()
     import torch
 
@@ -628,6 +683,8 @@ def main() -> None:
     if args.reduced:
         reduced(ctx)
         return
+    if args.freeze_startup_heap:
+        start_up(ctx)
     results: dict = {}
     for part in args.parts.split(","):
         results[part] = {"json": part_json, "schemas": part_schemas, "gbnf": part_gbnf, "corpus": part_corpus}[part](ctx)

@@ -180,9 +180,13 @@ def test_artifact_round_trip_gives_identical_masks(tmp_path, tiny_vocab):
     size = compiled.save(path)
     assert size == path.stat().st_size > 0
     loaded = load_compiled(path, tiny_vocab)
-    rng = random.Random(3)
-    for _ in range(20):
-        a, b = Matcher(compiled), Matcher(loaded)
+    walk_in_lockstep(compiled, loaded, random.Random(3), walks=20)
+
+
+def walk_in_lockstep(first: CompiledGrammar, second: CompiledGrammar, rng: random.Random, walks: int) -> None:
+    """Random walks through ``first``'s allowed tokens: ``second`` allows, accepts and finishes the same."""
+    for _ in range(walks):
+        a, b = Matcher(first), Matcher(second)
         for _ in range(15):
             allowed = a.allowed_token_ids()
             assert np.array_equal(allowed, b.allowed_token_ids())
@@ -217,17 +221,7 @@ def test_tables_store_only_the_rows_read_and_save_them_all(tmp_path, tiny_vocab)
     compiled.save(tmp_path / "json.kbnfgpu")
     loaded = load_compiled(tmp_path / "json.kbnfgpu", tiny_vocab)
     assert all(len(loaded.tables.inside_refs(t)) == d.n_states for t, d in enumerate(loaded.bnf.dfas))
-    rng = random.Random(5)
-    for _ in range(10):
-        a, b = Matcher(eager), Matcher(loaded)
-        for _ in range(15):
-            allowed = a.allowed_token_ids()
-            assert np.array_equal(allowed, b.allowed_token_ids())
-            if not allowed.size or a.is_finished():
-                break
-            t = int(rng.choice(allowed))
-            a.accept_token(t)
-            b.accept_token(t)
+    walk_in_lockstep(eager, loaded, random.Random(5), walks=10)
 
 
 def test_artifact_rejects_tampering_wrong_vocab_and_newer_format(tmp_path, tiny_vocab):

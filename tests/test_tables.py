@@ -437,6 +437,7 @@ def test_packed_sets_are_the_sets_they_pack(case):
     sets = tuple(TokenSet.from_ids(m, V, sparse_limit=limit) for m in members)
     packed = PackedSets.of(sets)
     assert packed == sets and len(packed) == len(sets) and packed[:2] == sets[:2]
+    assert not sets or packed[-1] == sets[-1]
     assert PackedSets.of(packed) is packed and decode_table(encode_table(packed)) == sets
     for q, s in enumerate(sets):
         assert ids(packed[q]) == members[q] and packed[q].is_dense == s.is_dense

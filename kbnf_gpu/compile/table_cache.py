@@ -207,16 +207,19 @@ def encode_table(table: Table) -> np.ndarray:
     if isinstance(table, LexemeSplits):
         head = np.array([_SPLITS_MAGIC, table.vocab_size, table.count], dtype=np.uint32)
         return np.concatenate([head, table.token_ids.astype(np.uint32), table.offsets.astype(np.uint32)])
+    n = len(table)
     vocab_size = table[0].vocab_size if table else 0
-    dense = [s.bits for s in table if s.bits is not None]
-    dense_of = np.full(len(table), _NONE, dtype=np.uint32)
-    dense_of[[i for i, s in enumerate(table) if s.is_dense]] = np.arange(len(dense), dtype=np.uint32)
-    ids = [s.ids if s.ids is not None else np.zeros(0, np.int32) for s in table]
-    ptr = np.zeros(len(table) + 1, dtype=np.uint32)
-    np.cumsum([x.size for x in ids], out=ptr[1:])
-    head = np.array([_SETS_MAGIC, vocab_size, len(table), len(dense), int(ptr[-1])], dtype=np.uint32)
-    parts = [head, np.array([s.count for s in table], dtype=np.uint32), dense_of, ptr, *ids, *dense]
-    return np.concatenate([np.asarray(p).astype(np.uint32, copy=False).ravel() for p in parts])
+    dense_at = [i for i, s in enumerate(table) if s.bits is not None]
+    dense_of = np.full(n, _NONE, dtype=np.uint32)
+    dense_of[dense_at] = np.arange(len(dense_at), dtype=np.uint32)
+    sizes = np.fromiter((0 if s.ids is None else s.ids.size for s in table), dtype=np.int64, count=n)
+    ptr = np.zeros(n + 1, dtype=np.uint32)
+    np.cumsum(sizes, out=ptr[1:])
+    ids = [np.ascontiguousarray(s.ids, dtype=np.int32).view(np.uint32) for s in table if s.ids is not None and s.ids.size]
+    head = np.array([_SETS_MAGIC, vocab_size, n, len(dense_at), int(ptr[-1])], dtype=np.uint32)
+    counts = np.fromiter((s.count for s in table), dtype=np.uint32, count=n)
+    dense = [np.ascontiguousarray(table[i].bits, dtype=np.uint32) for i in dense_at]
+    return np.concatenate([head, counts, dense_of, ptr, *ids, *dense])
 
 
 def decode_table(blob: np.ndarray) -> Table:
@@ -298,6 +301,8 @@ class PackedSets(Sequence[TokenSet]):
     def __getitem__(self, q):  # type: ignore[override]
         if isinstance(q, slice):
             return tuple(self[i] for i in range(*q.indices(len(self))))
+        if q < 0:
+            q += len(self)
         d = self._dense_of[q]
         if d < 0:
             return TokenSet(self._vocab_size, self._counts[q], ids=self._ids[self._ptr[q] : self._ptr[q + 1]])
