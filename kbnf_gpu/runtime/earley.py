@@ -52,6 +52,7 @@ import itertools
 import threading
 import weakref
 from collections import defaultdict
+from itertools import chain, repeat
 
 from ..normalize import BnfGrammar
 from .caches import GenerationalCache
@@ -115,14 +116,21 @@ def is_dead(state: ParserState) -> bool:
 
 
 class _Prediction:
-    """What predicting one nonterminal adds to any set: its waiting items, scan items, predicted nonterminals."""
+    """What predicting one nonterminal adds to any set: its waiting items, scan items, predicted nonterminals.
 
-    __slots__ = ("waiting", "scans", "nonterminals")
+    ``scan_positions``/``scan_terminals``: the scan items whose terminal can move at all, as two columns, so a
+    set's scan pairs are zipped together in C (a schema's value closure holds a thousand key literals).
+    """
 
-    def __init__(self, waiting: dict, scans: tuple, nonterminals: frozenset) -> None:
+    __slots__ = ("waiting", "scans", "nonterminals", "scan_positions", "scan_terminals")
+
+    def __init__(self, waiting: dict, scans: tuple, nonterminals: frozenset, has_exit: list) -> None:
         self.waiting = waiting
         self.scans = scans
         self.nonterminals = nonterminals
+        moving = [(p, t) for p, _, t in scans if has_exit[t][0]]
+        self.scan_positions = tuple(p for p, _ in moving)
+        self.scan_terminals = tuple(t for _, t in moving)
 
 
 class EarleyParser:
@@ -317,26 +325,33 @@ class EarleyParser:
                 if new not in seen:
                     seen.add(new)
                     agenda.append(new)
+        own_waiting = {sym: {o for _, o in items} for sym, items in waiting.items()}  # the kernel's part
         for closure in closures:
             for sym, items in closure.waiting.items():
                 waiting[sym].extend(items)
-            scans.extend(closure.scans)
         if len(closures) > 1:  # closures of different nonterminals may overlap
             waiting = defaultdict(list, {sym: list(dict.fromkeys(items)) for sym, items in waiting.items()})
-            scans = list(dict.fromkeys(scans))
         leo = self._leo_entries(waiting)
         for sym in leo:
             del waiting[sym]
-        # every origin met here is alive now (reachable from the kernel's); hold the ones kept
+        # every origin met here is alive now (reachable from the kernel's); hold the ones kept (predicted items
+        # start here: only the kernel's part and Leo entries name other sets)
         set_by_uid = self._set_by_uid
-        used = {o for items in waiting.values() for _, o in items} | {o for _, o in leo.values()}
+        used = {o for sym, origins in own_waiting.items() if sym in waiting for o in origins}
+        used.update(o for _, o in leo.values())
         used.discard(SELF)
         earley_set = self._intern_set({sym: tuple(items) for sym, items in waiting.items()}, leo,
                                       tuple(set_by_uid[u] for u in used))
         uid = earley_set.uid
         has_exit = self.has_exit
-        scan_pairs = tuple((p, uid if o == SELF else o, t, 0) for p, o, t in scans if has_exit[t][0])
-        scan_uids = {o for _, o, _, _ in scan_pairs}
+        own = [(p, uid if o == SELF else o, t, 0) for p, o, t in scans if has_exit[t][0]]
+        scan_uids = {o for _, o, _, _ in own}
+        predicted_pairs = [zip(c.scan_positions, repeat(uid), c.scan_terminals, repeat(0))
+                           for c in closures if c.scan_positions]
+        if predicted_pairs:
+            scan_uids.add(uid)
+        pairs = chain(own, *predicted_pairs)
+        scan_pairs = tuple(dict.fromkeys(pairs) if len(predicted_pairs) + bool(own) > 1 else pairs)
         scan_sets = tuple(earley_set if u == uid else set_by_uid[u] for u in scan_uids)
         return self._kernel_memo.put(key, (earley_set, scan_pairs, accept, touched, scan_sets))
 
@@ -376,7 +391,7 @@ class EarleyParser:
                     seen.add(new)
                     agenda.append(new)
         found = self._predictions[nonterminal] = _Prediction(
-            {sym: tuple(items) for sym, items in waiting.items()}, tuple(scans), frozenset(done))
+            {sym: tuple(items) for sym, items in waiting.items()}, tuple(scans), frozenset(done), self.has_exit)
         return found
 
     def _leo_entries(self, waiting: dict[int, list]) -> dict[int, tuple]:
