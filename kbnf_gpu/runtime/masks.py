@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..compile.token_sets import unique_sorted
 from .caches import GenerationalCache
 from .earley import ANY, DEAD, DEAD_UNKNOWN, EarleyParser, ParserState
 
@@ -58,6 +59,11 @@ class Mask:
         self.bits: np.ndarray | None = None
         self.ids: np.ndarray | None = None
         self.row_keys: tuple[bytes, ...] | None = None  # content digests of ``rows`` (device pool addresses)
+
+
+def _union(*id_lists) -> np.ndarray:
+    """Sorted distinct ``int32`` ids of the lists (a sort: numpy's hash-based unique is slower at these sizes)."""
+    return unique_sorted(np.concatenate([np.asarray(ids, dtype=np.int32) for ids in id_lists]))
 
 
 def _split_refs(refs: list[int], deep: list[int]) -> tuple[tuple, tuple, tuple]:
@@ -120,7 +126,7 @@ class MaskBuilder:
         if unknown.size:
             alive = self._resolve(state, unknown)
             if alive:
-                extras = _frozen(np.union1d(extras, np.array(alive, dtype=np.int32)).astype(np.int32))
+                extras = _frozen(_union(extras, alive))
         return rows, extras
 
     # ------------------------------------------------------------- internals
@@ -200,12 +206,12 @@ class MaskBuilder:
         store = self.tables.store
         rows = _frozen(np.array(sorted(dense), dtype=np.int32))
         if sparse:
-            extras = np.unique(np.concatenate([store.get(r).to_ids() for r in sparse])).astype(np.int32)
+            extras = _union(*(store.get(r).to_ids() for r in sparse))
         else:
             extras = _EMPTY
         unknown = _EMPTY
         if deep:
-            cand = np.unique(np.concatenate([store.get(r).to_ids() for r in deep]))
+            cand = _union(*(store.get(r).to_ids() for r in deep))
             if rows.size:
                 words = np.bitwise_or.reduce(store.dense_rows()[rows], axis=0)
                 covered = (words[cand >> 5] >> (cand & 31).astype(np.uint32)) & 1
@@ -214,7 +220,7 @@ class MaskBuilder:
                 cand = np.setdiff1d(cand, extras, assume_unique=True)
             alive, maybe = self._check(state, cand)
             if alive:
-                extras = np.union1d(extras, np.array(alive, dtype=np.int32)).astype(np.int32)
+                extras = _union(extras, alive)
             if maybe:
                 # over-approximate the missing context: what dies even in any context is dead
                 maybe, _ = self._check(self.parser.truncated(state, self.depth, ANY), maybe) if state.pairs else ([], [])
