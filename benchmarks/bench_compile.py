@@ -98,15 +98,11 @@ def worker(engine: str, grammar: str, repeats: int) -> dict:
     kbnf_text, gbnf_text = GRAMMARS[grammar]
     if engine == "kbnf_gpu":
         import kbnf_gpu.frontends.kbnf  # noqa: F401  (imports happen before timing, as for the peers)
-        from kbnf_gpu import Vocabulary, compile_grammar
+        from kbnf_gpu import Vocabulary, compile_grammar, prepare_vocabulary
         from kbnf_gpu.compile.artifact import load_compiled
-        from kbnf_gpu.compile.compiled import steppable_token_bytes
-        from kbnf_gpu.compile.tables import as_trie
 
-        vocab = Vocabulary.from_name("llama3")
-        # vocabulary preprocessing (the token trie and per-id bytes), like the peers' tokenizer objects
-        as_trie(vocab)
-        steppable_token_bytes(vocab)
+        # vocabulary preprocessing (the token trie, per-id bytes, byte order), like the peers' tokenizer objects
+        vocab = prepare_vocabulary(Vocabulary.from_name("llama3"))
 
         def compile_once():
             return compile_grammar(kbnf_text, vocab, syntax="kbnf", end_mode="eos")

@@ -257,9 +257,7 @@ class Ours:
     def __init__(self, registry: dict[str, Any], stage: str = "compile", vocab: Any = None) -> None:
         import torch
 
-        from kbnf_gpu import Matcher, Vocabulary, compile_grammar
-        from kbnf_gpu.compile.compiled import steppable_token_bytes
-        from kbnf_gpu.compile.tables import as_trie
+        from kbnf_gpu import Matcher, Vocabulary, compile_grammar, prepare_vocabulary
         from kbnf_gpu.errors import KbnfGpuError
         from kbnf_gpu.frontends.json_schema import parse_json_schema
         from kbnf_gpu.normalize import normalize
@@ -270,9 +268,8 @@ class Ours:
         self._compile, self._matcher = compile_grammar, Matcher
         self.eos = _eos_ids()
         if stage == "compile":
-            self.vocab = vocab or Vocabulary.from_name("llama3")
-            as_trie(self.vocab)  # vocabulary preprocessing = the peers' tokenizer objects (excluded)
-            steppable_token_bytes(self.vocab)
+            # vocabulary preprocessing = the peers' tokenizer objects (excluded)
+            self.vocab = prepare_vocabulary(vocab or Vocabulary.from_name("llama3"))
         self.bitmask = torch.zeros((1, (V + 31) // 32), dtype=torch.int32)
 
     def compile(self, schema: Any) -> Any:

@@ -15,10 +15,13 @@ same run over the same token ids (the Llama-3 tokenizer's own tokenization):
 Parts:
 
 1. ``json``: 200 different JSON documents (nesting depth 1-8, unicode and
-   escaped strings, exponent numbers, three layouts) through the JSON grammar;
+   escaped strings, exponent numbers, three layouts) through the JSON grammar,
+   a fixed grammar: ours is compiled ``eager`` (every table built at compile
+   time, as xgrammar compiles its builtin JSON grammar; compile times printed);
    statistics for the first 20 documents and the last 100, and our parser and
    cache sizes after 20/100/200 documents.
-2. ``schemas``: 5 realistic schemas x 50 instances: first 10 and last 25.
+2. ``schemas``: 5 realistic schemas x 50 instances: first 10 and last 25 (per-request
+   grammars: ours compiled lazily, so its first instances pay the table walks).
 3. ``gbnf``: llama.cpp's ``grammars/*.gbnf`` files and its README name/age
    example (``char{1,100}``) on their corpus sentences.
 4. ``corpus``: every grammar of the public corpus (``tests/data/corpus``) on
@@ -402,10 +405,11 @@ def stats_us(per_doc: list[list[float]]) -> dict:
 
 class Context:
     def __init__(self, args) -> None:
-        from kbnf_gpu import Vocabulary
+        from kbnf_gpu import Vocabulary, prepare_vocabulary
 
         self.args = args
-        self.vocab = Vocabulary.from_name("llama3")
+        # vocabulary preprocessing at start-up, as a server does (the peers' tokenizer objects likewise)
+        self.vocab = prepare_vocabulary(Vocabulary.from_name("llama3"))
         self.hf = llama3_hf()
         self._xgr_info = None
         self._llg_tok = None
@@ -428,14 +432,27 @@ class Context:
         return self._llg_tok
 
 
+def _timed(make: Callable):
+    """``make()``, with its milliseconds on the result (``compile_ms``)."""
+    t0 = time.perf_counter()
+    engine = make()
+    engine.compile_ms = (time.perf_counter() - t0) * 1e3
+    return engine
+
+
 def _peers(ctx: Context, xgr_compile: Callable, llg_grammar: Callable) -> dict:
+    import llguidance.torch  # noqa: F401  (imports are start-up, not compile time)
+
     engines = {}
     try:
-        engines["xgrammar"] = Xgrammar(xgr_compile(ctx.xgr_compiler()), ctx.vocab.size, int(ctx.vocab.eos_ids[0]))
+        compiler = ctx.xgr_compiler()
+        engines["xgrammar"] = _timed(lambda: Xgrammar(xgr_compile(compiler), ctx.vocab.size,
+                                                      int(ctx.vocab.eos_ids[0])))
     except Exception as e:  # noqa: BLE001 - a peer that cannot take the grammar is reported, not fatal
         engines["xgrammar"] = repr(e)
     try:
-        engines["llguidance"] = Llguidance(ctx.llg_tokenizer(), llg_grammar())
+        tokenizer = ctx.llg_tokenizer()
+        engines["llguidance"] = _timed(lambda: Llguidance(tokenizer, llg_grammar()))
     except Exception as e:  # noqa: BLE001
         engines["llguidance"] = repr(e)
     return engines
@@ -444,7 +461,7 @@ def _peers(ctx: Context, xgr_compile: Callable, llg_grammar: Callable) -> dict:
 def _ours(ctx: Context, source, syntax: str, **options) -> dict:
     from kbnf_gpu import compile_grammar
 
-    return {f"ours {path}": Ours(compile_grammar(source, ctx.vocab, syntax=syntax, **options), path)
+    return {f"ours {path}": _timed(lambda: Ours(compile_grammar(source, ctx.vocab, syntax=syntax, **options), path))
             for path in ("parts", "bitmask")}
 
 
@@ -462,7 +479,8 @@ def part_json(ctx: Context) -> dict:
 
     docs = json_documents(ctx.args.docs)
     token_docs = [ctx.tokens(d) for d in docs]
-    engines = _ours(ctx, JSON_KBNF, "kbnf", end_mode="eos")
+    # a fixed grammar: compiled with every table up front (``eager``), as xgrammar compiles its builtin JSON grammar
+    engines = _ours(ctx, JSON_KBNF, "kbnf", end_mode="eos", eager=True)
     engines.update(_peers(ctx, lambda c: c.compile_builtin_json_grammar(),
                           lambda: llguidance.LLMatcher.grammar_from_lark(JSON_LARK)))
     result: dict = {"documents": len(docs), "tokens": sum(map(len, token_docs)), "engines": {}}
@@ -481,7 +499,7 @@ def part_json(ctx: Context) -> dict:
                 if isinstance(engine, Ours) and i in (20, 100, 200, len(token_docs)):
                     checkpoints[i] = cache_sizes(engine.compiled)
         result["engines"][name] = {"first": stats_us(per_doc[:first]), "last": stats_us(per_doc[-last:]),
-                                   "all": stats_us(per_doc), "caches": checkpoints,
+                                   "all": stats_us(per_doc), "caches": checkpoints, "compile_ms": engine.compile_ms,
                                    "full_collections_ms": [round(ms, 1) for ms in full.pauses]}
     return result
 
@@ -591,6 +609,8 @@ def print_report(results: dict) -> None:
         for name, e in r["engines"].items():
             for n, sizes in e.get("caches", {}).items():
                 print(f"{name} after {n} documents: {sizes}")
+        print("compile, ms: " + ", ".join(f"{name} {e['compile_ms']:.1f}" for name, e in r["engines"].items()
+                                          if "compile_ms" in e))
         for name, e in r["engines"].items():
             if "full_collections_ms" in e:
                 print(f"{name}: full garbage collections during its trace (ms): {e['full_collections_ms']}")

@@ -6,7 +6,7 @@ and Triton kernels (``mask_batch``) that mask a whole batch of logits.
 """
 from __future__ import annotations
 
-from .compile.compiled import CompileConfig, CompiledGrammar, compile_grammar
+from .compile.compiled import CompileConfig, CompiledGrammar, compile_grammar, prepare_vocabulary
 from .engine import AcceptTokenError, AcceptTokenResult, Engine
 from .errors import (
     ArtifactError,
@@ -42,6 +42,7 @@ __all__ = [
     "compile_grammar",
     "load_compiled",
     "mask_batch",
+    "prepare_vocabulary",
 ]
 
 

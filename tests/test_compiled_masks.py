@@ -290,3 +290,26 @@ def test_wide_schema_masks_match_reference_on_llama3(which, llama3_vocab):
     compiled = compile_grammar(wide_schemas(120)[which], llama3_vocab, "json_schema")
     assert walk_and_compare(compiled, random.Random(which), walks=2, steps=6) >= 6
     assert len(compiled.tables._groups) > 0
+
+
+def test_prepared_vocabulary_is_not_rebuilt_by_compiles_or_integrations(monkeypatch):
+    """``prepare_vocabulary`` builds the per-vocabulary pieces once; compiles and the integrations' compile cache
+    reuse them (a rebuild would land in a server's first request)."""
+    from kbnf_gpu import compile_grammar, prepare_vocabulary
+    from kbnf_gpu.compile import token_trie
+    from kbnf_gpu.integrations.cache import CompileCache
+
+    tokens = [b"x", b"y", b"xy", b"yx", b"xx", b"</s>"]  # a vocabulary no other test uses
+    vocab = Vocabulary(dict(enumerate(tokens)), special_ids=[5], eos_ids=[5])
+    assert prepare_vocabulary(vocab) is vocab
+
+    def rebuilt(*_args, **_kwargs):
+        raise AssertionError("the token trie was built again")
+
+    monkeypatch.setattr(token_trie.TokenTrie, "from_vocab", rebuilt)
+    matcher = Matcher(compile_grammar("(xy)+", vocab, syntax="regex"))
+    assert matcher.allowed_token_ids().tolist() == [0, 2]
+    CompileCache(vocab).shutdown()
+    fresh = Vocabulary(dict(enumerate(tokens[:-1] + [b"z", b"</s>"])), special_ids=[6], eos_ids=[6])
+    with pytest.raises(AssertionError, match="built again"):
+        CompileCache(fresh)  # a new vocabulary is prepared when the cache starts, not at its first request

@@ -24,11 +24,12 @@ class CompileCache:
 
     def __init__(self, vocab: "Vocabulary", config: "CompileConfig | None" = None, *, capacity: int = 64,
                  workers: int = 1) -> None:
+        from ..compile.compiled import prepare_vocabulary
         from ..config import CompileConfig
 
         if not isinstance(capacity, int) or capacity < 1:
             raise ValueError(f"capacity must be a positive integer, got {capacity!r}")
-        self.vocab = vocab
+        self.vocab = prepare_vocabulary(vocab)  # at start-up, not in the first request
         self.config = config or CompileConfig()
         self.capacity = capacity
         self._lock = threading.Lock()
