@@ -9,6 +9,8 @@ lives in a ``ContextVar``: threads compiling at once each have their own.
 """
 from __future__ import annotations
 
+import gc
+import threading
 import time
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -70,6 +72,41 @@ def compile_budget(config: CompileConfig | None = None) -> Iterator[Budget]:
     budget = Budget(config or CompileConfig())
     token = _CURRENT.set(budget)
     try:
-        yield budget
+        with _collector_paused(budget.config.pause_gc):
+            yield budget
     finally:
         _CURRENT.reset(token)
+
+
+_pause_lock = threading.Lock()
+_pausing = 0  # compilations in progress that pause the collector
+_was_enabled = False
+
+
+@contextmanager
+def _collector_paused(pause: bool) -> Iterator[None]:
+    """Pause Python's cyclic garbage collector while the body runs (``CompileConfig.pause_gc``).
+
+    A compilation builds tens of thousands of long-lived objects and no
+    cycles, so the collections its allocations trigger free nothing and only
+    cost time: two full collections were a quarter of a 22,000-rule schema's
+    compile. The pause is process-wide (reference counting frees memory as
+    usual); overlapping compilations in several threads keep it until the
+    last one ends, and the collector's state before the first is restored.
+    """
+    global _pausing, _was_enabled
+    if not pause:
+        yield
+        return
+    with _pause_lock:
+        if _pausing == 0:
+            _was_enabled = gc.isenabled()
+            gc.disable()
+        _pausing += 1
+    try:
+        yield
+    finally:
+        with _pause_lock:
+            _pausing -= 1
+            if _pausing == 0 and _was_enabled:
+                gc.enable()

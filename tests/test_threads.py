@@ -141,3 +141,48 @@ def test_a_set_found_by_content_is_found_by_uid(llama3_json):
     parser = EarleyParser(llama3_json.parser.grammar)
     for sym, paused in enumerate(("_set_by_uid", "_sets")):  # pause either publication
         assert not _intern_while_paused(parser, paused, sym), paused
+
+
+def test_compiles_pause_the_garbage_collector_until_the_last_one_ends(monkeypatch):
+    """``CompileConfig.pause_gc``: no cyclic collection during a compile; overlapping compiles in two threads
+    keep the pause until the last ends; the collector's state before is restored, after an error too."""
+    import gc
+
+    import pytest
+
+    import kbnf_gpu.compile.compiled as compiled_module
+    from kbnf_gpu import CompileConfig, GrammarError, Vocabulary
+
+    vocab = Vocabulary({i: bytes([97 + i]) for i in range(4)}, eos_ids=[3])
+    seen: dict[str, bool] = {}
+    entered, release = threading.Event(), threading.Event()
+    real_normalize = compiled_module.normalize
+
+    def normalize(grammar, config):
+        seen[threading.current_thread().name] = gc.isenabled()
+        if threading.current_thread().name == "slow":
+            entered.set()
+            assert release.wait(30)
+        return real_normalize(grammar, config)
+
+    monkeypatch.setattr(compiled_module, "normalize", normalize)
+    assert gc.isenabled()
+    slow = threading.Thread(target=lambda: compile_grammar("a+", vocab, syntax="regex"), name="slow")
+    slow.start()
+    assert entered.wait(30)
+    compile_grammar("b+", vocab, syntax="regex")  # starts and ends inside the slow one
+    assert not gc.isenabled()  # the slow compile still runs
+    release.set()
+    slow.join(30)
+    assert gc.isenabled() and seen == {"slow": False, threading.current_thread().name: False}
+    compile_grammar("c+", vocab, syntax="regex", config=CompileConfig(pause_gc=False))
+    assert seen[threading.current_thread().name] is True
+    with pytest.raises(GrammarError):
+        compile_grammar("(", vocab, syntax="regex")
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        compile_grammar("a+", vocab, syntax="regex")
+        assert not gc.isenabled()  # the caller's choice stands
+    finally:
+        gc.enable()

@@ -281,12 +281,12 @@ def compile_grammar(
             from .grammar_tables import build_grammar_tables
 
             tables = build_grammar_tables(bnf, vocab, config=config, eager=eager, progress=progress)
-    text = source if isinstance(source, str) else json.dumps(source, sort_keys=True)  # as compiled, if mutated later
-    return CompiledGrammar(
-        bnf,
-        vocab,
-        config=config,
-        end_mode=mode,
-        source_hash=lambda: grammar_hash(text, syntax, start, options),
-        tables=tables,
-    )
+        text = source if isinstance(source, str) else json.dumps(source, sort_keys=True)  # as compiled
+        return CompiledGrammar(
+            bnf,
+            vocab,
+            config=config,
+            end_mode=mode,
+            source_hash=lambda: grammar_hash(text, syntax, start, options),
+            tables=tables,
+        )
