@@ -140,11 +140,13 @@ class CompiledGrammar:
         """(state after the token's bytes, whether the grammar completed at a byte boundary inside it)."""
         key = (state.uid, token_id)
         hit = self._token_memo[key]
-        if hit is not None:
-            return hit
-        data = self._token_bytes[token_id]
-        result = (DEAD, False) if data is None else self.parser.step_token(state, data)
-        return self._token_memo.put(key, result)
+        if hit is None:
+            data = self._token_bytes[token_id]
+            after, passed = (DEAD, False) if data is None else self.parser.step_token(state, data)
+            # the memo keeps the state alone when nothing completed inside (most tokens): one tracked tuple fewer
+            # per entry for the garbage collector to scan
+            hit = self._token_memo.put(key, (after, True) if passed else after)
+        return hit if type(hit) is tuple else (hit, False)
 
     # ---------------------------------------------------------------- masks
 
