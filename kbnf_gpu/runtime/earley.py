@@ -62,39 +62,57 @@ _TOP_UID, _ANY_UID = 1, 2
 _uids = itertools.count(3)  # never reused: a stale memo key can never match a new object
 
 
+def _holding(sets: tuple):
+    """What an object keeps of the sets it must keep alive: a lone set itself, else the tuple (most hold one set,
+    and a 1-tuple per state would be one more object for every garbage collection to scan)."""
+    return sets[0] if len(sets) == 1 else sets
+
+
+def _held(holding) -> tuple:
+    return (holding,) if type(holding) is EarleySet else holding
+
+
 class EarleySet:
     """An interned Earley set: ``waiting[sym]`` = items whose next symbol is ``sym``; Leo entries ``leo[sym]``.
 
-    ``parents`` holds the sets its items start in (they must outlive it).
+    ``parents`` are the sets its items start in (they must outlive it).
     """
 
-    __slots__ = ("uid", "waiting", "leo", "parents", "_trunc", "__weakref__")
+    __slots__ = ("uid", "waiting", "leo", "_parents", "_trunc", "__weakref__")
 
     def __init__(self, uid: int, waiting: dict, leo: dict, parents: tuple) -> None:
         self.uid = uid
         self.waiting = waiting
         self.leo = leo
-        self.parents = parents
+        self._parents = _holding(parents)
         self._trunc: dict | None = None
+
+    @property
+    def parents(self) -> tuple:
+        return _held(self._parents)
 
 
 class ParserState:
     """An interned parser state: scan pairs ``(position, origin, terminal, q)`` and whether the input is a sentence.
 
-    ``origins`` holds the sets the pairs start in; ``mask`` is a slot for the
+    ``origins`` are the sets the pairs start in (kept alive by the state); ``mask`` is a slot for the
     compiled grammar's per-state mask (it lives and dies with the state).
     """
 
-    __slots__ = ("uid", "pairs", "accepting", "lossy", "origins", "_trunc", "mask", "__weakref__")
+    __slots__ = ("uid", "pairs", "accepting", "lossy", "_origins", "_trunc", "mask", "__weakref__")
 
     def __init__(self, pairs: tuple, accepting: bool, lossy: bool = False, origins: tuple = ()) -> None:
         self.uid = next(_uids)
         self.pairs = pairs
         self.accepting = accepting
         self.lossy = lossy
-        self.origins = origins
+        self._origins = _holding(origins)
         self._trunc = None
         self.mask = None
+
+    @property
+    def origins(self) -> tuple:
+        return _held(self._origins)
 
     def __repr__(self) -> str:
         if self is DEAD:
