@@ -134,7 +134,7 @@ def bundle(schema: Any, registry: dict[str, Any]) -> Any:
             if uri != root_uri and uri in registry and (frag == "" or frag.startswith("/")):
                 key = (uri, frag)
                 if key not in names:
-                    names[key] = name = f"ext{len(names)}_" + re.sub(r"[^A-Za-z0-9_.-]", "_", frag.rsplit("/", 1)[-1])
+                    names[key] = f"ext{len(names)}_" + re.sub(r"[^A-Za-z0-9_.-]", "_", frag.rsplit("/", 1)[-1])
                     target = copy.deepcopy(_pointer(registry[uri], frag))
                     if isinstance(target, dict):
                         target.pop("$id", None)

@@ -47,7 +47,6 @@ import json
 import os
 import platform
 import random
-import statistics
 import sys
 import time
 from pathlib import Path

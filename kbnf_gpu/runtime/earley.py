@@ -52,7 +52,6 @@ import itertools
 import threading
 import weakref
 from collections import defaultdict
-from itertools import chain, repeat
 
 from ..normalize import BnfGrammar
 from .caches import GenerationalCache
@@ -364,11 +363,11 @@ class EarleyParser:
         has_exit = self.has_exit
         own = [(p, uid if o == SELF else o, t, 0) for p, o, t in scans if has_exit[t][0]]
         scan_uids = {o for _, o, _, _ in own}
-        predicted_pairs = [zip(c.scan_positions, repeat(uid), c.scan_terminals, repeat(0))
+        predicted_pairs = [zip(c.scan_positions, itertools.repeat(uid), c.scan_terminals, itertools.repeat(0))
                            for c in closures if c.scan_positions]
         if predicted_pairs:
             scan_uids.add(uid)
-        pairs = chain(own, *predicted_pairs)
+        pairs = itertools.chain(own, *predicted_pairs)
         scan_pairs = tuple(dict.fromkeys(pairs) if len(predicted_pairs) + bool(own) > 1 else pairs)
         scan_sets = tuple(earley_set if u == uid else set_by_uid[u] for u in scan_uids)
         return self._kernel_memo.put(key, (earley_set, scan_pairs, accept, touched, scan_sets))
