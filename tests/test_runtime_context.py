@@ -25,7 +25,7 @@ from kbnf_gpu.grammars import JSON_KBNF
 from kbnf_gpu.normalize import NormalizeConfig, normalize
 from kbnf_gpu.runtime.caches import GenerationalCache
 from kbnf_gpu.runtime.earley import DEAD, EarleyParser
-from kbnf_gpu.runtime.masks import RESOLUTION_DEPTH
+from kbnf_gpu.runtime.masks import RESOLUTION_LEVELS, TRUNCATION_DEPTH
 
 # structural tokens that close (or open) several containers at once, and a few plain ones
 BRACKET_TOKENS = [
@@ -77,7 +77,7 @@ def test_masks_are_exact_beyond_every_truncation_depth(bracket_json):
     for walk in range(24):
         deepest = max(deepest, _deep_walk(bracket_json, rng, steps=90, open_bias=0.75 if walk % 2 else 0.45))
     # deeper than the truncation and the deeper resolution: the exact fallback ran too
-    assert deepest > RESOLUTION_DEPTH
+    assert deepest > TRUNCATION_DEPTH + RESOLUTION_LEVELS
 
 
 @settings(max_examples=40, deadline=None)

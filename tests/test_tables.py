@@ -362,9 +362,8 @@ def test_row_store_dedup_and_round_trip():
     dense1 = TokenSet.from_ids(range(50), V, sparse_limit=4)
     dense2 = TokenSet.from_ids(range(1, 51), V, sparse_limit=4)
     small = TokenSet.from_ids([3, 7], V, sparse_limit=4)
-    refs = store.add_all(
-        [dense1, small, dense2, TokenSet.from_ids(range(50), V, sparse_limit=1000), small, TokenSet.empty(V)]
-    )
+    refs = [store.add(s) for s in
+            [dense1, small, dense2, TokenSet.from_ids(range(50), V, sparse_limit=1000), small, TokenSet.empty(V)]]
     assert refs[0] == refs[3] >= 0 and refs[2] >= 0 and refs[0] != refs[2]
     assert refs[1] == refs[4] < 0 and refs[5] == EMPTY_REF
     assert store.dense_count == 2 and store.sparse_count == 2

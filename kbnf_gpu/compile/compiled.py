@@ -59,8 +59,13 @@ def _frozen(array: np.ndarray) -> np.ndarray:
     return array
 
 
+def source_text(source: Any) -> str:
+    """The grammar text, or a schema's canonical JSON (what ``grammar_hash`` hashes)."""
+    return source if isinstance(source, str) else json.dumps(source, sort_keys=True)
+
+
 def grammar_hash(source: Any, syntax: str, start: str | None, options: dict) -> str:
-    text = source if isinstance(source, str) else json.dumps(source, sort_keys=True)
+    text = source_text(source)
     if options.get("registry") is not None:  # a JSON Schema registry: its URIs (its documents can be megabytes)
         options = {**options, "registry": sorted(map(str, options["registry"]))}
     blob = json.dumps([text, syntax, start, sorted(options.items(), key=str)], default=str)
@@ -283,7 +288,7 @@ def compile_grammar(
             from .grammar_tables import build_grammar_tables
 
             tables = build_grammar_tables(bnf, vocab, config=config, eager=eager, progress=progress)
-        text = source if isinstance(source, str) else json.dumps(source, sort_keys=True)  # as compiled
+        text = source_text(source)  # as compiled, even if the caller mutates the schema later
         return CompiledGrammar(
             bnf,
             vocab,

@@ -159,8 +159,8 @@ def terminal_follow(grammar: BnfGrammar) -> list[set[int]]:
 class GrammarTables:
     """Token tables of one grammar for one vocabulary, computed on first use.
 
-    ``inside_refs(t)`` and ``cross_refs/deep_refs(t, t2)`` are arrays of row
-    references (one per DFA state of ``t``) into ``store``. Nothing is
+    ``inside_refs(t)`` and ``cross_refs/deep_refs(t, t2)`` are row references
+    (one per DFA state of ``t``, stored on first read: ``LazyRefs``) into ``store``. Nothing is
     computed until a parser state needs it, so compiling a grammar does only
     the grammar-level work; the vocabulary walks behind a table are shared by
     every grammar with the same terminal DFAs (``TableCache``, keyed by DFA

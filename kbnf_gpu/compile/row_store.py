@@ -54,9 +54,6 @@ class RowStore:
             return self._add_dense(tokens.bits, tokens.store_key())
         return self._add_dense(tokens.to_bitset())
 
-    def add_all(self, sets: tuple[TokenSet, ...] | list[TokenSet]) -> list[int]:
-        return [self.add(s) for s in sets]
-
     def _add_sparse(self, ids: np.ndarray, key: bytes | None = None) -> int:
         ids = np.ascontiguousarray(ids, dtype=np.int32)
         key = ids.tobytes() if key is None else key

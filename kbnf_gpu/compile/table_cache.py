@@ -27,7 +27,7 @@ from .token_trie import TokenTrie, VocabularyLike
 
 FORMAT = "kbnf_gpu.tables/1"
 
-Table = Union["PackedSets", tuple[TokenSet, ...], LexemeSplits]
+Table = Union["PackedSets", LexemeSplits]  # what the cache holds
 T = TypeVar("T", "PackedSets", LexemeSplits)
 
 
@@ -44,9 +44,7 @@ def table_nbytes(table: Table) -> int:
     """The array bytes of a table (what bounds the cache)."""
     if isinstance(table, LexemeSplits):
         return 3 * (table.token_ids.nbytes + table.offsets.nbytes)  # with its memoized positions
-    if isinstance(table, PackedSets):
-        return table.blob.nbytes
-    return sum((t.ids if t.ids is not None else t.bits).nbytes for t in table)
+    return table.blob.nbytes
 
 
 class TableCache:
@@ -195,7 +193,7 @@ _SPLITS_MAGIC = 0x4B4C5331  # "KLS1"
 _NONE = np.uint32(0xFFFFFFFF)
 
 
-def encode_table(table: Table) -> np.ndarray:
+def encode_table(table: Table | Sequence[TokenSet]) -> np.ndarray:
     """One flat ``uint32`` array holding a table (a tuple of token sets or lexeme splits).
 
     One array per file keeps a disk hit to a single small ``.npy`` read.

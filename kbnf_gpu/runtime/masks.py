@@ -33,7 +33,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..vocab import Vocabulary
 
 TRUNCATION_DEPTH = 3
-RESOLUTION_DEPTH = TRUNCATION_DEPTH + 2  # the deeper truncation that settles what the first left open
+RESOLUTION_LEVELS = 2  # levels of context beyond the truncation that settle what it left open
 _EMPTY = np.zeros(0, dtype=np.int32)
 _EMPTY.setflags(write=False)
 _INEXACT = object()
@@ -134,7 +134,7 @@ class MaskBuilder:
     def _resolve(self, state: ParserState, unknown: np.ndarray) -> list[int]:
         """The viable ones of the candidates a truncated state left open: checked on a deeper truncation (cached:
         it repeats across documents too), then, for what that still leaves open, on the full state."""
-        deeper = self.parser.truncated(state, self.depth + RESOLUTION_DEPTH - TRUNCATION_DEPTH)
+        deeper = self.parser.truncated(state, self.depth + RESOLUTION_LEVELS)
         hit = self._resolved_memo[deeper.uid]
         if hit is None:
             alive, still = self._check(deeper, unknown)
