@@ -1,6 +1,7 @@
 """Table-driven masks ≡ the exact reference walk, on random and real vocabularies; artifacts round-trip."""
 from __future__ import annotations
 
+import os
 import random
 
 import numpy as np
@@ -313,3 +314,53 @@ def test_prepared_vocabulary_is_not_rebuilt_by_compiles_or_integrations(monkeypa
     fresh = Vocabulary(dict(enumerate(tokens[:-1] + [b"z", b"</s>"])), special_ids=[6], eos_ids=[6])
     with pytest.raises(AssertionError, match="built again"):
         CompileCache(fresh)  # a new vocabulary is prepared when the cache starts, not at its first request
+
+
+@settings(max_examples=40, deadline=None)
+@given(vocab=vocabularies(), chosen=st.lists(st.integers(0, 200), max_size=60))
+def test_byte_order_walks_candidates_sorted_with_their_shared_prefixes(vocab, chosen):
+    from kbnf_gpu.runtime.masks import ByteOrder
+
+    order = ByteOrder(vocab)
+    key = [vocab.token_bytes(i) if i not in vocab.special_ids and vocab.token_bytes(i) else b""
+           for i in range(vocab.size)]
+    assert [key[i] for i in order.ids.tolist()] == sorted(key)
+    assert np.array_equal(order.rank[order.ids], np.arange(vocab.size))
+    candidates = np.array(sorted({c % vocab.size for c in chosen}), dtype=np.int64)
+    ordered, shared = order.walk_order(candidates)
+    assert sorted(ordered) == candidates.tolist()
+    assert [key[i] for i in ordered] == sorted(key[i] for i in ordered)
+    prefix = [len(os.path.commonprefix([key[a], key[b]])) for a, b in zip(ordered, ordered[1:])]
+    assert shared == ([0] + prefix if ordered else [])
+
+
+@settings(max_examples=25, deadline=None)
+@given(vocab=vocabularies(), which=st.integers(0, 4), seed=st.integers(0, 2**16))
+def test_candidate_check_equals_stepping_each_token_alone(vocab, which, seed):
+    """``MaskBuilder._check`` (prefix-sharing walk, dead prefixes settled at once) gives each token the verdict
+    of stepping it alone, on full states and on truncated (lossy) ones."""
+    from kbnf_gpu.runtime.earley import ANY, DEAD, DEAD_UNKNOWN
+
+    compiled = compile_ir(small_grammars()[which], vocab)
+    builder, parser = compiled._masks, compiled.parser
+    rng = random.Random(seed)
+    matcher = Matcher(compiled)
+    every = np.arange(vocab.size, dtype=np.int64)
+    for _ in range(6):
+        for state in (matcher.state, parser.truncated(matcher.state, 1), parser.truncated(matcher.state, 1, ANY)):
+            alive, unknown = builder._check(state, every)
+            expect_alive, expect_unknown = [], []
+            for tid in every.tolist():
+                data = compiled._token_bytes[tid]
+                if data is None:
+                    continue
+                end = parser.step_bytes(state, data)[0]
+                if end is DEAD_UNKNOWN:
+                    expect_unknown.append(tid)
+                elif end is not DEAD:
+                    expect_alive.append(tid)
+            assert sorted(alive) == expect_alive and sorted(unknown) == expect_unknown
+        allowed = matcher.allowed_token_ids()
+        if not allowed.size or matcher.is_finished():
+            break
+        matcher.accept_token(int(rng.choice(allowed)))

@@ -37,6 +37,7 @@ RESOLUTION_LEVELS = 2  # levels of context beyond the truncation that settle wha
 _EMPTY = np.zeros(0, dtype=np.int32)
 _EMPTY.setflags(write=False)
 _INEXACT = object()
+_NEVER = 1 << 62
 
 
 def _frozen(array: np.ndarray) -> np.ndarray:
@@ -72,15 +73,42 @@ def _split_refs(refs: list[int], deep: list[int]) -> tuple[tuple, tuple, tuple]:
             tuple(sorted({r for r in deep if r != -1})))
 
 
+class ByteOrder:
+    """A vocabulary's tokens in byte order: ``ids[r]`` has rank ``r`` (``rank[id]``), and ``shared[r]`` is how
+    many leading bytes it shares with ``ids[r + 1]``. Candidates walked in this order reuse the states of the
+    prefix they share with the previous one, and a prefix that died settles every candidate under it."""
+
+    __slots__ = ("ids", "rank", "shared")
+
+    def __init__(self, vocab: "Vocabulary") -> None:
+        matrix, lengths = vocab.token_matrix()
+        keys = [matrix[i, : lengths[i]].tobytes() for i in range(vocab.size)]
+        ids = np.array(sorted(range(vocab.size), key=keys.__getitem__), dtype=np.int64)
+        rank = np.empty(vocab.size, dtype=np.int64)
+        rank[ids] = np.arange(vocab.size)
+        shared = np.zeros(vocab.size, dtype=np.int64)  # the last rank shares nothing with what follows it
+        step = 4096  # rows compared at a time: the comparison is ``[step, max_len]`` bytes
+        for start in range(0, vocab.size - 1, step):
+            a = ids[start: start + step]
+            b = ids[start + 1: start + step + 1]
+            a = a[: b.size]
+            differ = np.concatenate([matrix[a] != matrix[b], np.ones((a.size, 1), dtype=bool)], axis=1)
+            first = differ.argmax(axis=1)
+            shared[start: start + a.size] = np.minimum(first, np.minimum(lengths[a], lengths[b]))
+        self.ids, self.rank, self.shared = _frozen(ids), _frozen(rank), _frozen(shared)
+
+    def walk_order(self, candidates: np.ndarray) -> tuple[list[int], list[int]]:
+        """(``candidates`` in byte order, how many leading bytes each shares with the one before it)."""
+        ranks = np.sort(self.rank[candidates])
+        if not ranks.size:
+            return [], []
+        return self.ids[ranks].tolist(), [0, *np.minimum.reduceat(self.shared, ranks)[:-1].tolist()]
+
+
 @lru_cache(maxsize=8)
-def byte_order(vocab: "Vocabulary") -> np.ndarray:
-    """``rank[id]``: each token's position in byte order (candidates sorted by it share prefix walks)."""
-    matrix, lengths = vocab.token_matrix()
-    keys = [matrix[i, : lengths[i]].tobytes() for i in range(vocab.size)]
-    order = sorted(range(vocab.size), key=keys.__getitem__)
-    rank = np.empty(vocab.size, dtype=np.int64)
-    rank[order] = np.arange(vocab.size)
-    return _frozen(rank)
+def byte_order(vocab: "Vocabulary") -> ByteOrder:
+    """The vocabulary's :class:`ByteOrder` (built once per vocabulary)."""
+    return ByteOrder(vocab)
 
 
 class MaskBuilder:
@@ -101,7 +129,7 @@ class MaskBuilder:
         self.vocab = vocab
         self.token_bytes = token_bytes
         self.depth = depth
-        self.rank = byte_order(vocab)
+        self.order = byte_order(vocab)
         self._pair_refs_memo: GenerationalCache = GenerationalCache(cache_limit)
         self._partial_memo: GenerationalCache = GenerationalCache(cache_limit)
         self._resolved_memo: GenerationalCache = GenerationalCache(cache_limit)
@@ -231,39 +259,42 @@ class MaskBuilder:
     def _check(self, state: ParserState, candidates) -> tuple[list[int], list[int]]:
         """Step ``state`` through each candidate's bytes: (viable ids, ids whose verdict needs missing context).
 
-        Candidates are walked in byte order so each one reuses the states of
-        the prefix it shares with the previous one.
+        Candidates are walked in byte order: each one starts from the state
+        after the prefix it shares with the previous walk, and one that shares
+        a prefix which already died (dead states absorb) takes that verdict
+        without a step.
         """
         cand = np.asarray(candidates, dtype=np.int64)
         if not cand.size:
             return [], []
-        cand = cand[np.argsort(self.rank[cand], kind="stable")]
+        ordered, shared = self.order.walk_order(cand)
         step = self.parser.step_byte
         token_bytes = self.token_bytes
         alive: list[int] = []
         unknown: list[int] = []
-        path = [state]
-        prev = b""
-        for tid in cand.tolist():
+        path = [state]  # path[i]: the state after the first i bytes of the last walked candidate
+        dead_at = _NEVER  # how many of its bytes led to a dead state (``path[-1]``)
+        for tid, j in zip(ordered, shared):
+            if j >= dead_at:
+                if path[-1] is DEAD_UNKNOWN:
+                    unknown.append(tid)
+                continue
             data = token_bytes[tid]
             if data is None:
                 continue
-            n = min(len(prev), len(data), len(path) - 1)
-            j = 0
-            while j < n and prev[j] == data[j]:
-                j += 1
             del path[j + 1:]
-            s = path[-1]
-            for byte in data[j:]:
+            s = path[j]
+            for byte in data[j:] if j else data:
                 s = step(s, byte)
                 path.append(s)
-                if s is DEAD or s is DEAD_UNKNOWN:  # absorbing: the rest of the token cannot change the verdict
+                if s is DEAD or s is DEAD_UNKNOWN:
                     break
-            prev = data
             if s is DEAD:
-                continue
-            if s is DEAD_UNKNOWN:
+                dead_at = len(path) - 1
+            elif s is DEAD_UNKNOWN:
+                dead_at = len(path) - 1
                 unknown.append(tid)
             else:
+                dead_at = _NEVER
                 alive.append(tid)
         return alive, unknown
