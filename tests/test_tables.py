@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from kbnf_gpu.automata.build import literal_trie
 from kbnf_gpu.compile import dfa_walk
 from kbnf_gpu.compile.row_store import EMPTY_REF, RowStore
-from kbnf_gpu.compile.table_cache import PackedSets, TableCache, decode_table, encode_table
+from kbnf_gpu.compile.table_cache import PackedSets, TableCache, decode_table, encode_table, table_key
 from kbnf_gpu.compile.tables import (
     LexemeSplits,
     cross_sets,
@@ -25,6 +25,9 @@ from kbnf_gpu.compile.tables import (
     prefix_set,
     rest_cross_set,
     rest_deep_set,
+    state_cross_set,
+    state_deep_set,
+    state_inside_set,
 )
 from kbnf_gpu.compile.token_sets import TokenSet, words_for
 from kbnf_gpu.compile.token_trie import TokenTrie
@@ -223,6 +226,22 @@ def test_deep_matches_definition(a, bs, tokens):
 
 
 @FAST
+@given(dfas(), dfas(), vocabs)
+def test_one_state_tables_match_definition_and_the_whole_tables(a, b, tokens):
+    """The tables of one state of a large DFA (``state_*_set``, its own walk) equal the definitions and the
+    whole tables' sets for that state, in the same canonical form."""
+    vocab = vocab_of(tokens)
+    splits = [lexeme_splits(b, vocab)]
+    whole = (inside_sets(a, vocab, 3), cross_sets(a, b, vocab, 3), deep_sets(a, splits, vocab, 3))
+    for q in range(a.transitions.shape[0]):
+        one = (state_inside_set(a, q, vocab, 3), state_cross_set(a, q, b, vocab, 3),
+               state_deep_set(a, q, splits, vocab, 3))
+        assert [ids(s) for s in one] == [brute_inside(a, tokens, q), brute_cross(a, b, tokens, q),
+                                         brute_deep(a, [b], tokens, q)]
+        assert [(ids(s), s.is_dense) for s in one] == [(ids(t[q]), t[q].is_dense) for t in whole]
+
+
+@FAST
 @given(st.lists(token_bytes, min_size=1, max_size=12), dfas(), vocabs)
 def test_tables_at_the_start_of_a_literal_trie_match_definition(strings, b, tokens):
     """``prefix_set``/``rest_cross_set``/``rest_deep_set`` (read off the token trie along the strings) equal
@@ -410,6 +429,23 @@ def test_table_cache_memory_and_disk(tmp_path):
     assert broken.inside(a, vocab) == first[0] and broken.cross(a, b, vocab) == first[1]
     assert broken.splits(b, vocab) == first[2] and broken.deep(a, [b], vocab) == first[3]
     assert broken.misses == 4 and broken.disk_hits == 0
+
+
+def test_table_cache_keeps_one_state_sets_in_memory_only(tmp_path):
+    tokens = [b"a", b"ab", b"\"a", b"b\"", b"{\"", b"", b"\"\"{"]
+    vocab = vocab_of(tokens)
+    a = make_dfa(2, {(0, 0x22): 1, (1, 97): 1, (1, 98): 1}, [1])
+    b = literal_dfa(b"{")
+    cache = TableCache(tmp_path / "tables", sparse_limit=1)
+    for q in range(2):
+        one = (cache.inside_state(a, q, vocab), cache.cross_state(a, q, b, vocab), cache.deep_state(a, q, [b, b], vocab))
+        assert one == (inside_sets(a, vocab, 1)[q], cross_sets(a, b, vocab, 1)[q],
+                       deep_sets(a, [lexeme_splits(b, vocab)], vocab, 1)[q])
+        hits = cache.hits
+        assert cache.inside_state(a, q, vocab) == one[0] and cache.deep_state(a, q, [b], vocab) == one[2]
+        assert cache.hits == hits + 2  # found in memory (``[b]`` and ``[b, b]`` name one table)
+    assert [f.name for f in (tmp_path / "tables").glob("*.npy")] == [
+        f"{table_key('splits', vocab.fingerprint, b.fingerprint, sparse_limit=1)}.npy"]  # the shared splits only
 
 
 def test_encode_decode_round_trip():

@@ -11,6 +11,8 @@
   states that most tokens can enter as dense ``[live nodes, states]`` blocks
   and the rest as sparse threads (node, state, origin). A subtree is dropped
   as soon as it is dead for all.
+* :func:`walk_state` walks from one state alone (sparse threads), for the
+  few states a grammar reaches of a large DFA.
 * :func:`chain_literal` / :func:`walk_chain` do the same without a walk for a
   DFA that is a single string (one transition per state): the tokens alive
   from position ``i`` are the prefixes of ``lit[i:]``, found along the trie
@@ -659,7 +661,9 @@ def lexeme_ends(trie: TokenTrie, dfa: DFALike) -> tuple[np.ndarray, np.ndarray, 
 
 
 _WALK_CACHE_SIZE = 64
+_STATE_WALK_CACHE_SIZE = 256
 _events: "OrderedDict[tuple[str, str], AcceptEvents]" = OrderedDict()
+_state_events: "OrderedDict[tuple[str, str, int], AcceptEvents]" = OrderedDict()
 _lock = threading.Lock()
 
 
@@ -687,7 +691,34 @@ def accept_events(trie: TokenTrie, dfa: DFALike) -> AcceptEvents:
     return walk(trie, dfa, inside=False).events
 
 
+def walk_state(trie: TokenTrie, dfa: DFALike, q: int, inside: bool = True) -> WalkResult:
+    """:func:`walk_all_states` from the one state ``q`` (numbered 0 in the result): what a table needs of a
+    state of a large DFA that a grammar reaches, without walking the states it never does."""
+    flat_t, acc = _padded(dfa)
+    in_q, in_t, ev_n, ev_q = _walk_threads(trie, flat_t, acc, np.array([q], dtype=np.int32), inside)
+    events = AcceptEvents.from_pairs(trie, ev_n, np.zeros_like(ev_q))
+    key = (dfa.fingerprint, trie.fingerprint, q)
+    with _lock:
+        _state_events[key] = events
+        _state_events.move_to_end(key)
+        while len(_state_events) > _STATE_WALK_CACHE_SIZE:
+            _state_events.popitem(last=False)
+    return WalkResult(np.zeros(in_q.shape[0], dtype=np.int64), in_t.astype(np.int64), events)
+
+
+def state_accept_events(trie: TokenTrie, dfa: DFALike, q: int) -> AcceptEvents:
+    """Accept events of ``dfa`` started in ``q`` alone (state 0 in them), memoized like :func:`accept_events`."""
+    key = (dfa.fingerprint, trie.fingerprint, q)
+    with _lock:
+        events = _state_events.get(key)
+        if events is not None:
+            _state_events.move_to_end(key)
+            return events
+    return walk_state(trie, dfa, q, inside=False).events
+
+
 def clear_walk_cache() -> None:
     """Forget memoized accept events (benchmarks time cold walks with it)."""
     with _lock:
         _events.clear()
+        _state_events.clear()

@@ -52,6 +52,42 @@ _DEFAULT_CACHES: dict[tuple[str | None, int], TableCache] = {}
 
 GROUP_MIN = 8  # literal followers without pair tables yet, from which on they get one table together
 GROUP_TABLES = 1 << 10  # follower-group tables kept per grammar (each is one row reference per state of ``t``)
+PER_STATE_MIN = 128  # DFAs (not literals) from this many states get their tables' sets state by state (StateRows)
+PER_STATE_READS = 16  # ... for at least this many states read (1/16 of its states if more); then the whole table
+
+
+class StateRows:
+    """A table of a large DFA whose sets are computed state by state, on first read.
+
+    A grammar reaches few states of a 600-state regex: one state's walk costs
+    about a millisecond where the whole table's costs a hundred or more. After
+    ``max(PER_STATE_READS, n / 16)`` states read, or for ``whole()`` (eager
+    compiles, artifacts), the whole table is computed at once (one walk of
+    every state is cheaper than many single ones).
+    """
+
+    __slots__ = ("_n", "_one", "_whole", "_table", "_left")
+
+    def __init__(self, n_states: int, one: Callable[[int], TokenSet], whole: Callable[[], Sequence[TokenSet]]) -> None:
+        self._n = n_states
+        self._one = one
+        self._whole = whole
+        self._table: Sequence[TokenSet] | None = None
+        self._left = max(PER_STATE_READS, n_states // 16)
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __getitem__(self, q: int) -> TokenSet:
+        if self._table is None and self._left > 0:
+            self._left -= 1  # a race reads one state more than the limit: harmless
+            return self._one(q)
+        return self.whole()[q]
+
+    def whole(self) -> Sequence[TokenSet]:
+        if self._table is None:
+            self._table = self._whole()
+        return self._table
 
 
 class LazyRefs:
@@ -80,6 +116,8 @@ class LazyRefs:
 
     def resolved(self) -> np.ndarray:
         """Every state's reference (``int64 [n_states]``), storing the rows not read yet."""
+        if isinstance(self._sets, StateRows) and None in self._refs:
+            self._sets.whole()  # one walk for every state not read yet
         return np.array([self[q] for q in range(len(self._refs))], dtype=np.int64)
 
 
@@ -164,7 +202,8 @@ class GrammarTables:
     computed until a parser state needs it, so compiling a grammar does only
     the grammar-level work; the vocabulary walks behind a table are shared by
     every grammar with the same terminal DFAs (``TableCache``, keyed by DFA
-    fingerprints). ``build_all`` computes everything up front (artifacts).
+    fingerprints); a large DFA's tables are walked one state at a time
+    (``StateRows``). ``build_all`` computes everything up front (artifacts).
     """
 
     group_min = GROUP_MIN
@@ -210,7 +249,9 @@ class GrammarTables:
     def inside_refs(self, t: int) -> LazyRefs:
         refs = self.inside.get(t)
         if refs is None:
-            refs = self.inside[t] = LazyRefs(self.store, self.cache.inside(self.grammar.dfas[t], self.trie))
+            dfa, cache, trie = self.grammar.dfas[t], self.cache, self.trie
+            refs = self.inside[t] = LazyRefs(self.store, self._sets(
+                dfa, lambda: cache.inside(dfa, trie), lambda q: cache.inside_state(dfa, q, trie)))
         return refs
 
     def cross_refs(self, t: int, t2: int) -> LazyRefs:
@@ -244,10 +285,7 @@ class GrammarTables:
             return [(self.cross_refs(t, t2), self.deep_refs(t, t2)) for t2 in followers]
         group = self._groups[(t, missing)]
         if group is None:
-            dfa = self.grammar.dfas[t]
-            group = self._groups.put((t, missing), (
-                LazyRefs(self.store, self.cache.cross(dfa, union, self.trie)),
-                LazyRefs(self.store, self.cache.deep(dfa, [union], self.trie))))
+            group = self._groups.put((t, missing), self._pair_refs(self.grammar.dfas[t], union))
         grouped = set(missing)
         return [group] + [(self.cross_refs(t, t2), self.deep_refs(t, t2)) for t2 in followers if t2 not in grouped]
 
@@ -309,11 +347,26 @@ class GrammarTables:
         return self._literals[t]
 
     def _pair(self, t: int, t2: int) -> None:
-        dfas = self.grammar.dfas
-        cross = LazyRefs(self.store, self.cache.cross(dfas[t], dfas[t2], self.trie))
-        deep = LazyRefs(self.store, self.cache.deep(dfas[t], [dfas[t2]], self.trie))
+        cross, deep = self._pair_refs(self.grammar.dfas[t], self.grammar.dfas[t2])
         self.deep[(t, t2)] = deep  # deep first: a reader that sees cross also sees deep
         self.cross[(t, t2)] = cross
+
+    def _pair_refs(self, dfa_a: ByteDFA, dfa_b: ByteDFA) -> tuple[LazyRefs, LazyRefs]:
+        """``(CROSS[a, b], DEEP[a; b])`` references."""
+        cache, trie = self.cache, self.trie
+        cross = self._sets(dfa_a, lambda: cache.cross(dfa_a, dfa_b, trie),
+                           lambda q: cache.cross_state(dfa_a, q, dfa_b, trie))
+        deep = self._sets(dfa_a, lambda: cache.deep(dfa_a, [dfa_b], trie),
+                          lambda q: cache.deep_state(dfa_a, q, [dfa_b], trie))
+        return LazyRefs(self.store, cross), LazyRefs(self.store, deep)
+
+    @staticmethod
+    def _sets(dfa: ByteDFA, whole: Callable[[], Sequence[TokenSet]],
+              one: Callable[[int], TokenSet]) -> Sequence[TokenSet]:
+        """A table's sets: state by state for a large DFA (``StateRows``), else the whole (cached) table."""
+        if dfa.n_states >= PER_STATE_MIN and chain_literal(dfa) is None:
+            return StateRows(dfa.n_states, one, whole)
+        return whole()
 
     def build_all(self, progress: Callable[[str, int, int], None] | None = None) -> "GrammarTables":
         """Compute every table the grammar can reach: INSIDE per terminal, CROSS/DEEP per static FOLLOW pair."""

@@ -21,7 +21,17 @@ from typing import TypeVar, Union
 import numpy as np
 
 from .dfa_walk import DFALike
-from .tables import LexemeSplits, as_trie, cross_sets, deep_sets, inside_sets, lexeme_splits
+from .tables import (
+    LexemeSplits,
+    as_trie,
+    cross_sets,
+    deep_sets,
+    inside_sets,
+    lexeme_splits,
+    state_cross_set,
+    state_deep_set,
+    state_inside_set,
+)
 from .token_sets import DEFAULT_SPARSE_LIMIT, TokenSet, words_for
 from .token_trie import TokenTrie, VocabularyLike
 
@@ -107,6 +117,33 @@ class TableCache:
             ),
         )
 
+    # ------------------------------------------- one state of a large DFA
+    # Kept in memory only: one state's set is cheap to recompute, and a file per state would litter the directory.
+
+    def inside_state(self, dfa: DFALike, q: int, vocab: VocabularyLike | TokenTrie) -> TokenSet:
+        """``inside(dfa, vocab)[q]``, computed for ``q`` alone."""
+        return self._get(f"inside@{q}", vocab, (dfa,),
+                         lambda trie: (state_inside_set(dfa, q, trie, self.sparse_limit),), persist=False)[0]
+
+    def cross_state(self, dfa_a: DFALike, q: int, dfa_b: DFALike, vocab: VocabularyLike | TokenTrie) -> TokenSet:
+        """``cross(dfa_a, dfa_b, vocab)[q]``, computed for ``q`` alone."""
+        return self._get(f"cross@{q}", vocab, (dfa_a, dfa_b),
+                         lambda trie: (state_cross_set(dfa_a, q, dfa_b, trie, self.sparse_limit),), persist=False)[0]
+
+    def deep_state(
+        self, dfa_a: DFALike, q: int, followers: Sequence[DFALike], vocab: VocabularyLike | TokenTrie
+    ) -> TokenSet:
+        """``deep(dfa_a, followers, vocab)[q]``, computed for ``q`` alone."""
+        followers = sorted({b.fingerprint: b for b in followers}.items())
+        return self._get(
+            f"deep@{q}",
+            vocab,
+            (dfa_a, *(b for _, b in followers)),
+            lambda trie: (state_deep_set(dfa_a, q, [self.splits(b, trie) for _, b in followers], trie,
+                                         self.sparse_limit),),
+            persist=False,
+        )[0]
+
     # --------------------------------------------------------------- storage
 
     def clear(self) -> None:
@@ -123,6 +160,7 @@ class TableCache:
         vocab: VocabularyLike | TokenTrie,
         dfas: tuple[DFALike, ...],
         compute: Callable[[TokenTrie], T],
+        persist: bool = True,
     ) -> T:
         key = table_key(
             kind, vocab.fingerprint, *(d.fingerprint for d in dfas), sparse_limit=self.sparse_limit
@@ -133,7 +171,7 @@ class TableCache:
                 self._mem.move_to_end(key)
                 self.hits += 1
                 return table  # type: ignore[return-value]
-        table = self._load(key, kind)
+        table = self._load(key, kind) if persist else None
         if table is not None:
             with self._lock:
                 self.disk_hits += 1
@@ -143,7 +181,8 @@ class TableCache:
                 table = PackedSets.of(table)
             with self._lock:
                 self.misses += 1
-            self._store(key, kind, table)
+            if persist:
+                self._store(key, kind, table)
         with self._lock:
             old = self._mem.get(key)
             self._bytes += table_nbytes(table) - (0 if old is None else table_nbytes(old))

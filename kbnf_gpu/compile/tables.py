@@ -18,14 +18,17 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .dfa_walk import (
+    AcceptEvents,
     DFALike,
     WalkResult,
     accept_events,
     expand_ranges,
     first_bytes,
     lexeme_ends,
+    state_accept_events,
     suffixes_alive,
     walk,
+    walk_state,
 )
 from .token_sets import DEFAULT_SPARSE_LIMIT, TokenSet, sets_from_pairs
 from .token_trie import TokenTrie, VocabularyLike, trie_for
@@ -155,15 +158,19 @@ def cross_sets(
 ) -> tuple[TokenSet, ...]:
     """``CROSS[a, b][q]`` for every state ``q`` of ``dfa_a``."""
     trie = as_trie(vocab)
-    events = accept_events(trie, dfa_a)
+    states, tokens = _cross_pairs(accept_events(trie, dfa_a), dfa_b, trie)
+    return sets_from_pairs(states, tokens, _n_states(dfa_a), trie.vocab_size, sparse_limit)
+
+
+def _cross_pairs(events: AcceptEvents, dfa_b: DFALike, trie: TokenTrie) -> tuple[np.ndarray, np.ndarray]:
+    """(state, token) of CROSS from ``a``'s accept events."""
     ev, rows, ptr = events.suffix_candidates(trie)
     first = first_bytes(dfa_b)
     _, sel = expand_ranges(ptr[first], ptr[first + 1] - ptr[first])
     ev, rows = ev[sel], rows[sel]
     ok = suffixes_alive(trie, dfa_b, rows, events.depth[ev].astype(np.int64))
     owner, states = events.expand_states(ev[ok])
-    tokens = trie.row_ids[rows[ok][owner]]
-    return sets_from_pairs(states, tokens, _n_states(dfa_a), trie.vocab_size, sparse_limit)
+    return states, trie.row_ids[rows[ok][owner]]
 
 
 @dataclass(frozen=True, eq=False)
@@ -230,12 +237,51 @@ def deep_sets(
     n = _n_states(dfa_a)
     if not any(s.count for s in splits):
         return tuple(TokenSet.empty(trie.vocab_size) for _ in range(n))
+    states, tokens = _deep_pairs(accept_events(trie, dfa_a), splits, trie)
+    return sets_from_pairs(states, tokens, n, trie.vocab_size, sparse_limit)
+
+
+def _deep_pairs(
+    events: AcceptEvents, splits: Sequence[LexemeSplits], trie: TokenTrie
+) -> tuple[np.ndarray, np.ndarray]:
+    """(state, token) of DEEP from ``a``'s accept events."""
     has_lexeme = np.zeros(trie.flat.shape[0], dtype=bool)  # indexed by flat byte position
     for s in splits:
         has_lexeme[s.flat_positions(trie)] = True
-    events = accept_events(trie, dfa_a)
     ev, rows = events.candidates(trie, min_rest=2)
     ok = has_lexeme[trie.row_start[rows] + events.depth[ev]]
     owner, states = events.expand_states(ev[ok])
-    tokens = trie.row_ids[rows[ok][owner]]
-    return sets_from_pairs(states, tokens, n, trie.vocab_size, sparse_limit)
+    return states, trie.row_ids[rows[ok][owner]]
+
+
+# ------------------------------------------------- one state of a large DFA
+
+
+def state_inside_set(
+    dfa: DFALike, q: int, vocab: VocabularyLike | TokenTrie, sparse_limit: int = DEFAULT_SPARSE_LIMIT
+) -> TokenSet:
+    """``INSIDE[dfa][q]`` alone (equal to ``inside_sets(...)[q]``)."""
+    trie = as_trie(vocab)
+    return inside_of_walk(walk_state(trie, dfa, q), 1, trie.vocab_size, sparse_limit)[0]
+
+
+def state_cross_set(
+    dfa_a: DFALike, q: int, dfa_b: DFALike, vocab: VocabularyLike | TokenTrie,
+    sparse_limit: int = DEFAULT_SPARSE_LIMIT,
+) -> TokenSet:
+    """``CROSS[a, b][q]`` alone (equal to ``cross_sets(...)[q]``)."""
+    trie = as_trie(vocab)
+    states, tokens = _cross_pairs(state_accept_events(trie, dfa_a, q), dfa_b, trie)
+    return sets_from_pairs(states, tokens, 1, trie.vocab_size, sparse_limit)[0]
+
+
+def state_deep_set(
+    dfa_a: DFALike, q: int, splits: Sequence[LexemeSplits], vocab: VocabularyLike | TokenTrie,
+    sparse_limit: int = DEFAULT_SPARSE_LIMIT,
+) -> TokenSet:
+    """``DEEP[a; B][q]`` alone (equal to ``deep_sets(...)[q]``)."""
+    trie = as_trie(vocab)
+    if not any(s.count for s in splits):
+        return TokenSet.empty(trie.vocab_size)
+    states, tokens = _deep_pairs(state_accept_events(trie, dfa_a, q), splits, trie)
+    return sets_from_pairs(states, tokens, 1, trie.vocab_size, sparse_limit)[0]
