@@ -233,12 +233,15 @@ def test_one_state_tables_match_definition_and_the_whole_tables(a, b, tokens):
     vocab = vocab_of(tokens)
     splits = [lexeme_splits(b, vocab)]
     whole = (inside_sets(a, vocab, 3), cross_sets(a, b, vocab, 3), deep_sets(a, splits, vocab, 3))
-    for q in range(a.transitions.shape[0]):
-        one = (state_inside_set(a, q, vocab, 3), state_cross_set(a, q, b, vocab, 3),
-               state_deep_set(a, q, splits, vocab, 3))
-        assert [ids(s) for s in one] == [brute_inside(a, tokens, q), brute_cross(a, b, tokens, q),
-                                         brute_deep(a, [b], tokens, q)]
-        assert [(ids(s), s.is_dense) for s in one] == [(ids(t[q]), t[q].is_dense) for t in whole]
+    for heavy_share in (0.0, 2.0):  # every state walked by byte columns, then every state down the trie
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(dfa_walk, "_HEAVY_SHARE", heavy_share)
+            for q in range(a.transitions.shape[0]):
+                one = (state_inside_set(a, q, vocab, 3), state_cross_set(a, q, b, vocab, 3),
+                       state_deep_set(a, q, splits, vocab, 3))
+                assert [ids(s) for s in one] == [brute_inside(a, tokens, q), brute_cross(a, b, tokens, q),
+                                                 brute_deep(a, [b], tokens, q)]
+                assert [(ids(s), s.is_dense) for s in one] == [(ids(t[q]), t[q].is_dense) for t in whole]
 
 
 @FAST
@@ -438,7 +441,8 @@ def test_table_cache_keeps_one_state_sets_in_memory_only(tmp_path):
     b = literal_dfa(b"{")
     cache = TableCache(tmp_path / "tables", sparse_limit=1)
     for q in range(2):
-        one = (cache.inside_state(a, q, vocab), cache.cross_state(a, q, b, vocab), cache.deep_state(a, q, [b, b], vocab))
+        one = (cache.inside_state(a, q, vocab), cache.cross_state(a, q, b, vocab),
+               cache.deep_state(a, q, [b, b], vocab))
         assert one == (inside_sets(a, vocab, 1)[q], cross_sets(a, b, vocab, 1)[q],
                        deep_sets(a, [lexeme_splits(b, vocab)], vocab, 1)[q])
         hits = cache.hits

@@ -213,11 +213,15 @@ def _heavy_states(trie: TokenTrie, dfa: DFALike) -> np.ndarray:
     trans = np.asarray(dfa.transitions)
     if trans.shape[0] == 0 or trie.rows == 0:
         return np.zeros(trans.shape[0], dtype=bool)
+    heavy = (trans >= 0) @ _rows_by_first_byte(trie) > _HEAVY_SHARE * trie.rows
+    return heavy if heavy.sum() >= _MIN_DENSE else np.zeros_like(heavy)
+
+
+def _rows_by_first_byte(trie: TokenTrie) -> np.ndarray:
     first = slice(trie.first_child[0], trie.first_child[0] + trie.n_children[0])
     rows_by_byte = np.zeros(256, dtype=np.float64)
     rows_by_byte[trie.node_byte[first]] = trie.node_size[first]
-    heavy = (trans >= 0) @ rows_by_byte > _HEAVY_SHARE * trie.rows
-    return heavy if heavy.sum() >= _MIN_DENSE else np.zeros_like(heavy)
+    return rows_by_byte
 
 
 def _walk_threads(
@@ -664,6 +668,7 @@ _WALK_CACHE_SIZE = 64
 _STATE_WALK_CACHE_SIZE = 256
 _events: "OrderedDict[tuple[str, str], AcceptEvents]" = OrderedDict()
 _state_events: "OrderedDict[tuple[str, str, int], AcceptEvents]" = OrderedDict()
+_by_length: dict[str, tuple[np.ndarray, np.ndarray, list[int]]] = {}
 _lock = threading.Lock()
 
 
@@ -704,6 +709,37 @@ def walk_state(trie: TokenTrie, dfa: DFALike, q: int, inside: bool = True) -> Wa
         while len(_state_events) > _STATE_WALK_CACHE_SIZE:
             _state_events.popitem(last=False)
     return WalkResult(np.zeros(in_q.shape[0], dtype=np.int64), in_t.astype(np.int64), events)
+
+
+def state_inside_tokens(trie: TokenTrie, dfa: DFALike, q: int) -> np.ndarray:
+    """``INSIDE[dfa][q]`` as token ids (maybe repeated). A state most tokens can enter (a string body) runs
+    the DFA over every token at once, one byte column at a time (a few ms for 128k tokens, where walking
+    the trie node by node costs several times that); any other walks the trie (and keeps its accept events)."""
+    trans = np.asarray(dfa.transitions)
+    if trie.rows and (trans[q] >= 0) @ _rows_by_first_byte(trie) > _HEAVY_SHARE * trie.rows:
+        flat_t, _ = _padded(dfa)
+        order, starts, longer = _longest_first(trie)
+        state = np.full(order.shape[0], q, dtype=np.int64)
+        for j, n in enumerate(longer):  # rows with more than j bytes are the first n
+            state[:n] = flat_t[state[:n] * 256 + trie.flat[starts[:n] + j]]
+        return trie.row_ids[order[state >= 0]].astype(np.int64)
+    return walk_state(trie, dfa, q).inside_tokens
+
+
+def _longest_first(trie: TokenTrie) -> tuple[np.ndarray, np.ndarray, list[int]]:
+    """Rows longest first, their starts in ``trie.flat``, and per ``j`` how many have more than ``j`` bytes."""
+    with _lock:
+        hit = _by_length.get(trie.fingerprint)
+    if hit is None:
+        order = np.argsort(-trie.row_len, kind="stable")
+        per_length = np.bincount(trie.row_len, minlength=trie.max_len + 1)
+        longer = (per_length[::-1].cumsum()[::-1][1:]).tolist()
+        hit = (order, trie.row_start[order], [n for n in longer if n])
+        with _lock:
+            _by_length[trie.fingerprint] = hit
+            while len(_by_length) > 8:
+                _by_length.pop(next(iter(_by_length)))
+    return hit
 
 
 def state_accept_events(trie: TokenTrie, dfa: DFALike, q: int) -> AcceptEvents:

@@ -52,37 +52,35 @@ _DEFAULT_CACHES: dict[tuple[str | None, int], TableCache] = {}
 
 GROUP_MIN = 8  # literal followers without pair tables yet, from which on they get one table together
 GROUP_TABLES = 1 << 10  # follower-group tables kept per grammar (each is one row reference per state of ``t``)
-PER_STATE_MIN = 128  # DFAs (not literals) from this many states get their tables' sets state by state (StateRows)
-PER_STATE_READS = 16  # ... for at least this many states read (1/16 of its states if more); then the whole table
+# DFAs (not literals) from this many states get their tables' sets state by state (StateRows): INSIDE of any
+# DFA (one state costs a few ms at most, by byte columns when most tokens enter it; the whole table of a string
+# body tens), CROSS and DEEP of large ones (their walks of one state cost as much as the whole table's of a few)
+PER_STATE_MIN_INSIDE = 2
+PER_STATE_MIN = 128
 
 
 class StateRows:
-    """A table of a large DFA whose sets are computed state by state, on first read.
+    """A table whose sets are computed state by state, on first read; ``whole()`` computes them all at once.
 
     A grammar reaches few states of a 600-state regex: one state's walk costs
-    about a millisecond where the whole table's costs a hundred or more. After
-    ``max(PER_STATE_READS, n / 16)`` states read, or for ``whole()`` (eager
-    compiles, artifacts), the whole table is computed at once (one walk of
-    every state is cheaper than many single ones).
+    about a millisecond where the whole table's costs a hundred or more, and
+    a step of the parser never waits for more than the states it reaches.
+    Eager compiles and artifacts take ``whole()`` (one walk for all states).
     """
 
-    __slots__ = ("_n", "_one", "_whole", "_table", "_left")
+    __slots__ = ("_n", "_one", "_whole", "_table")
 
     def __init__(self, n_states: int, one: Callable[[int], TokenSet], whole: Callable[[], Sequence[TokenSet]]) -> None:
         self._n = n_states
         self._one = one
         self._whole = whole
         self._table: Sequence[TokenSet] | None = None
-        self._left = max(PER_STATE_READS, n_states // 16)
 
     def __len__(self) -> int:
         return self._n
 
     def __getitem__(self, q: int) -> TokenSet:
-        if self._table is None and self._left > 0:
-            self._left -= 1  # a race reads one state more than the limit: harmless
-            return self._one(q)
-        return self.whole()[q]
+        return self._one(q) if self._table is None else self._table[q]
 
     def whole(self) -> Sequence[TokenSet]:
         if self._table is None:
@@ -251,7 +249,8 @@ class GrammarTables:
         if refs is None:
             dfa, cache, trie = self.grammar.dfas[t], self.cache, self.trie
             refs = self.inside[t] = LazyRefs(self.store, self._sets(
-                dfa, lambda: cache.inside(dfa, trie), lambda q: cache.inside_state(dfa, q, trie)))
+                dfa, lambda: cache.inside(dfa, trie), lambda q: cache.inside_state(dfa, q, trie),
+                PER_STATE_MIN_INSIDE))
         return refs
 
     def cross_refs(self, t: int, t2: int) -> LazyRefs:
@@ -355,16 +354,17 @@ class GrammarTables:
         """``(CROSS[a, b], DEEP[a; b])`` references."""
         cache, trie = self.cache, self.trie
         cross = self._sets(dfa_a, lambda: cache.cross(dfa_a, dfa_b, trie),
-                           lambda q: cache.cross_state(dfa_a, q, dfa_b, trie))
+                           lambda q: cache.cross_state(dfa_a, q, dfa_b, trie), PER_STATE_MIN)
         deep = self._sets(dfa_a, lambda: cache.deep(dfa_a, [dfa_b], trie),
-                          lambda q: cache.deep_state(dfa_a, q, [dfa_b], trie))
+                          lambda q: cache.deep_state(dfa_a, q, [dfa_b], trie), PER_STATE_MIN)
         return LazyRefs(self.store, cross), LazyRefs(self.store, deep)
 
     @staticmethod
-    def _sets(dfa: ByteDFA, whole: Callable[[], Sequence[TokenSet]],
-              one: Callable[[int], TokenSet]) -> Sequence[TokenSet]:
-        """A table's sets: state by state for a large DFA (``StateRows``), else the whole (cached) table."""
-        if dfa.n_states >= PER_STATE_MIN and chain_literal(dfa) is None:
+    def _sets(dfa: ByteDFA, whole: Callable[[], Sequence[TokenSet]], one: Callable[[int], TokenSet],
+              per_state_min: int) -> Sequence[TokenSet]:
+        """A table's sets: state by state from ``per_state_min`` states (``StateRows``), else the whole (cached)
+        table. Literals always take the whole table: their walk is a lookup along one trie path."""
+        if dfa.n_states >= per_state_min and chain_literal(dfa) is None:
             return StateRows(dfa.n_states, one, whole)
         return whole()
 

@@ -26,9 +26,9 @@ from .dfa_walk import (
     first_bytes,
     lexeme_ends,
     state_accept_events,
+    state_inside_tokens,
     suffixes_alive,
     walk,
-    walk_state,
 )
 from .token_sets import DEFAULT_SPARSE_LIMIT, TokenSet, sets_from_pairs
 from .token_trie import TokenTrie, VocabularyLike, trie_for
@@ -262,7 +262,8 @@ def state_inside_set(
 ) -> TokenSet:
     """``INSIDE[dfa][q]`` alone (equal to ``inside_sets(...)[q]``)."""
     trie = as_trie(vocab)
-    return inside_of_walk(walk_state(trie, dfa, q), 1, trie.vocab_size, sparse_limit)[0]
+    tokens = state_inside_tokens(trie, dfa, q)
+    return sets_from_pairs(np.zeros(tokens.shape[0], dtype=np.int64), tokens, 1, trie.vocab_size, sparse_limit)[0]
 
 
 def state_cross_set(
