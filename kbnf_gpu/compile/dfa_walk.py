@@ -11,8 +11,10 @@
   states that most tokens can enter as dense ``[live nodes, states]`` blocks
   and the rest as sparse threads (node, state, origin). A subtree is dropped
   as soon as it is dead for all.
-* :func:`walk_state` walks from one state alone (sparse threads), for the
-  few states a grammar reaches of a large DFA.
+* :func:`state_inside_tokens` and :func:`state_accepts` serve one state
+  alone (the few states a grammar reaches): down the trie (:func:`walk_state`),
+  or, from a state most tokens enter, by running the DFA over all tokens at
+  once, one byte column at a time.
 * :func:`chain_literal` / :func:`walk_chain` do the same without a walk for a
   DFA that is a single string (one transition per state): the tokens alive
   from position ``i`` are the prefixes of ``lit[i:]``, found along the trie
@@ -665,9 +667,9 @@ def lexeme_ends(trie: TokenTrie, dfa: DFALike) -> tuple[np.ndarray, np.ndarray, 
 
 
 _WALK_CACHE_SIZE = 64
-_STATE_WALK_CACHE_SIZE = 256
+_STATE_WALK_CACHE_SIZE = 32  # one state's walk: at most _MAX_MEMO_CANDIDATES ids each
 _events: "OrderedDict[tuple[str, str], AcceptEvents]" = OrderedDict()
-_state_events: "OrderedDict[tuple[str, str, int], AcceptEvents]" = OrderedDict()
+_state_walks: "OrderedDict[tuple[str, str, int], tuple[np.ndarray, np.ndarray, np.ndarray]]" = OrderedDict()
 _by_length: dict[str, tuple[np.ndarray, np.ndarray, list[int]]] = {}
 _lock = threading.Lock()
 
@@ -697,33 +699,88 @@ def accept_events(trie: TokenTrie, dfa: DFALike) -> AcceptEvents:
 
 
 def walk_state(trie: TokenTrie, dfa: DFALike, q: int, inside: bool = True) -> WalkResult:
-    """:func:`walk_all_states` from the one state ``q`` (numbered 0 in the result): what a table needs of a
-    state of a large DFA that a grammar reaches, without walking the states it never does."""
+    """:func:`walk_all_states` from the one state ``q`` alone (numbered 0 in the result), down the trie."""
     flat_t, acc = _padded(dfa)
     in_q, in_t, ev_n, ev_q = _walk_threads(trie, flat_t, acc, np.array([q], dtype=np.int32), inside)
     events = AcceptEvents.from_pairs(trie, ev_n, np.zeros_like(ev_q))
-    key = (dfa.fingerprint, trie.fingerprint, q)
-    with _lock:
-        _state_events[key] = events
-        _state_events.move_to_end(key)
-        while len(_state_events) > _STATE_WALK_CACHE_SIZE:
-            _state_events.popitem(last=False)
     return WalkResult(np.zeros(in_q.shape[0], dtype=np.int64), in_t.astype(np.int64), events)
 
 
 def state_inside_tokens(trie: TokenTrie, dfa: DFALike, q: int) -> np.ndarray:
-    """``INSIDE[dfa][q]`` as token ids (maybe repeated). A state most tokens can enter (a string body) runs
-    the DFA over every token at once, one byte column at a time (a few ms for 128k tokens, where walking
-    the trie node by node costs several times that); any other walks the trie (and keeps its accept events)."""
-    trans = np.asarray(dfa.transitions)
-    if trie.rows and (trans[q] >= 0) @ _rows_by_first_byte(trie) > _HEAVY_SHARE * trie.rows:
-        flat_t, _ = _padded(dfa)
-        order, starts, longer = _longest_first(trie)
-        state = np.full(order.shape[0], q, dtype=np.int64)
-        for j, n in enumerate(longer):  # rows with more than j bytes are the first n
-            state[:n] = flat_t[state[:n] * 256 + trie.flat[starts[:n] + j]]
-        return trie.row_ids[order[state >= 0]].astype(np.int64)
-    return walk_state(trie, dfa, q).inside_tokens
+    """``INSIDE[dfa][q]`` as token ids (maybe repeated)."""
+    return _state_walk(trie, dfa, q)[0]
+
+
+def state_accepts(trie: TokenTrie, dfa: DFALike, q: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(row, k)`` of every token that ``dfa``, started in ``q``, accepts strictly inside: after its first
+    ``k`` bytes, ``1 <= k < len``. What CROSS and DEEP of one state start from."""
+    _, rows, k = _state_walk(trie, dfa, q)
+    return rows, k
+
+
+def _state_walk(trie: TokenTrie, dfa: DFALike, q: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(INSIDE token ids, accept rows, accept k)`` of ``q`` alone, memoized: a state's INSIDE set and its
+    CROSS/DEEP sets with every follower come from one walk. From a heavy state (a string body, which most
+    tokens enter) the DFA runs over all tokens at once, one byte column at a time (a few ms for 128k tokens,
+    where walking the trie node by node costs several times that); from any other, down the trie."""
+    key = (dfa.fingerprint, trie.fingerprint, q)
+    with _lock:
+        hit = _state_walks.get(key)
+        if hit is not None:
+            _state_walks.move_to_end(key)
+            return hit
+    if _is_heavy(trie, dfa, q):
+        _, acc = _padded(dfa)
+        order, _, longer = _longest_first(trie)
+        ended, rows, ks = [], [], []
+        for k, idx, state in _columns(trie, dfa, q):
+            going_on = np.searchsorted(idx, _more_than(longer, k))
+            ended.append(idx[going_on:])
+            hit_rows = order[idx[:going_on][acc[state[:going_on]]]]
+            rows.append(hit_rows)
+            ks.append(np.full(hit_rows.shape[0], k, dtype=np.int64))
+        found = (trie.row_ids[order[_cat(ended)]].astype(np.int64), _cat(rows).astype(np.int64),
+                 _cat(ks).astype(np.int64))
+    else:
+        result = walk_state(trie, dfa, q)
+        ev, rows = result.events.candidates(trie, 1)
+        found = (result.inside_tokens, rows.astype(np.int64), result.events.depth[ev].astype(np.int64))
+    if found[0].size + found[1].size <= _MAX_MEMO_CANDIDATES:
+        with _lock:
+            _state_walks[key] = found
+            while len(_state_walks) > _STATE_WALK_CACHE_SIZE:
+                _state_walks.popitem(last=False)
+    return found
+
+
+def _is_heavy(trie: TokenTrie, dfa: DFALike, q: int) -> bool:
+    """Do the bytes ``q`` takes first start a large share of the tokens?"""
+    live = np.asarray(dfa.transitions)[q] >= 0
+    return bool(trie.rows) and float(live @ _rows_by_first_byte(trie)) > _HEAVY_SHARE * trie.rows
+
+
+def _more_than(longer: list[int], k: int) -> int:
+    """How many rows have more than ``k`` bytes (they come first in ``_longest_first`` order)."""
+    return longer[k] if k < len(longer) else 0
+
+
+def _columns(trie: TokenTrie, dfa: DFALike, q: int):
+    """The DFA run from ``q`` over every row at once, one byte column at a time. After byte ``k`` yields
+    ``(k, idx, state)``: the rows (indices in ``_longest_first`` order, ascending) alive after their first
+    ``k`` bytes, and their states. Only rows still alive and longer go on, so the cost follows the live bytes."""
+    flat_t, _ = _padded(dfa)
+    _, starts, longer = _longest_first(trie)
+    idx = np.arange(_more_than(longer, 0), dtype=np.int64)
+    state = np.full(idx.shape[0], q, dtype=np.int64)
+    for k in range(1, len(longer) + 1):
+        state = flat_t[state * 256 + trie.flat[starts[idx] + (k - 1)]]
+        alive = np.flatnonzero(state >= 0)
+        idx, state = idx[alive], state[alive]
+        yield k, idx, state
+        going_on = np.searchsorted(idx, _more_than(longer, k))
+        if not going_on:
+            return
+        idx, state = idx[:going_on], state[:going_on]
 
 
 def _longest_first(trie: TokenTrie) -> tuple[np.ndarray, np.ndarray, list[int]]:
@@ -733,7 +790,7 @@ def _longest_first(trie: TokenTrie) -> tuple[np.ndarray, np.ndarray, list[int]]:
     if hit is None:
         order = np.argsort(-trie.row_len, kind="stable")
         per_length = np.bincount(trie.row_len, minlength=trie.max_len + 1)
-        longer = (per_length[::-1].cumsum()[::-1][1:]).tolist()
+        longer = per_length[::-1].cumsum()[::-1][1:].tolist()
         hit = (order, trie.row_start[order], [n for n in longer if n])
         with _lock:
             _by_length[trie.fingerprint] = hit
@@ -742,19 +799,8 @@ def _longest_first(trie: TokenTrie) -> tuple[np.ndarray, np.ndarray, list[int]]:
     return hit
 
 
-def state_accept_events(trie: TokenTrie, dfa: DFALike, q: int) -> AcceptEvents:
-    """Accept events of ``dfa`` started in ``q`` alone (state 0 in them), memoized like :func:`accept_events`."""
-    key = (dfa.fingerprint, trie.fingerprint, q)
-    with _lock:
-        events = _state_events.get(key)
-        if events is not None:
-            _state_events.move_to_end(key)
-            return events
-    return walk_state(trie, dfa, q, inside=False).events
-
-
 def clear_walk_cache() -> None:
     """Forget memoized accept events (benchmarks time cold walks with it)."""
     with _lock:
         _events.clear()
-        _state_events.clear()
+        _state_walks.clear()

@@ -52,20 +52,18 @@ _DEFAULT_CACHES: dict[tuple[str | None, int], TableCache] = {}
 
 GROUP_MIN = 8  # literal followers without pair tables yet, from which on they get one table together
 GROUP_TABLES = 1 << 10  # follower-group tables kept per grammar (each is one row reference per state of ``t``)
-# DFAs (not literals) from this many states get their tables' sets state by state (StateRows): INSIDE of any
-# DFA (one state costs a few ms at most, by byte columns when most tokens enter it; the whole table of a string
-# body tens), CROSS and DEEP of large ones (their walks of one state cost as much as the whole table's of a few)
-PER_STATE_MIN_INSIDE = 2
-PER_STATE_MIN = 128
+
 
 
 class StateRows:
     """A table whose sets are computed state by state, on first read; ``whole()`` computes them all at once.
 
-    A grammar reaches few states of a 600-state regex: one state's walk costs
-    about a millisecond where the whole table's costs a hundred or more, and
-    a step of the parser never waits for more than the states it reaches.
-    Eager compiles and artifacts take ``whole()`` (one walk for all states).
+    A grammar reaches few states of each DFA: a string body's two or three of
+    fifty, a handful of a 600-state regex. One state costs a millisecond or
+    two (``dfa_walk.state_inside_tokens``/``state_accepts``), where the whole
+    table of a string body costs tens and of a large regex hundreds, and a
+    parser step never waits for more than the states it reaches. Eager
+    compiles and artifacts take ``whole()`` (one walk for every state).
     """
 
     __slots__ = ("_n", "_one", "_whole", "_table")
@@ -249,8 +247,7 @@ class GrammarTables:
         if refs is None:
             dfa, cache, trie = self.grammar.dfas[t], self.cache, self.trie
             refs = self.inside[t] = LazyRefs(self.store, self._sets(
-                dfa, lambda: cache.inside(dfa, trie), lambda q: cache.inside_state(dfa, q, trie),
-                PER_STATE_MIN_INSIDE))
+                dfa, lambda: cache.inside(dfa, trie), lambda q: cache.inside_state(dfa, q, trie)))
         return refs
 
     def cross_refs(self, t: int, t2: int) -> LazyRefs:
@@ -354,19 +351,17 @@ class GrammarTables:
         """``(CROSS[a, b], DEEP[a; b])`` references."""
         cache, trie = self.cache, self.trie
         cross = self._sets(dfa_a, lambda: cache.cross(dfa_a, dfa_b, trie),
-                           lambda q: cache.cross_state(dfa_a, q, dfa_b, trie), PER_STATE_MIN)
+                           lambda q: cache.cross_state(dfa_a, q, dfa_b, trie))
         deep = self._sets(dfa_a, lambda: cache.deep(dfa_a, [dfa_b], trie),
-                          lambda q: cache.deep_state(dfa_a, q, [dfa_b], trie), PER_STATE_MIN)
+                          lambda q: cache.deep_state(dfa_a, q, [dfa_b], trie))
         return LazyRefs(self.store, cross), LazyRefs(self.store, deep)
 
     @staticmethod
-    def _sets(dfa: ByteDFA, whole: Callable[[], Sequence[TokenSet]], one: Callable[[int], TokenSet],
-              per_state_min: int) -> Sequence[TokenSet]:
-        """A table's sets: state by state from ``per_state_min`` states (``StateRows``), else the whole (cached)
-        table. Literals always take the whole table: their walk is a lookup along one trie path."""
-        if dfa.n_states >= per_state_min and chain_literal(dfa) is None:
-            return StateRows(dfa.n_states, one, whole)
-        return whole()
+    def _sets(dfa: ByteDFA, whole: Callable[[], Sequence[TokenSet]],
+              one: Callable[[int], TokenSet]) -> Sequence[TokenSet]:
+        """A table's sets, state by state on first read (``StateRows``); a literal's whole table at once (its
+        walk is a lookup along one trie path, cheaper than any state's own)."""
+        return whole() if chain_literal(dfa) is not None else StateRows(dfa.n_states, one, whole)
 
     def build_all(self, progress: Callable[[str, int, int], None] | None = None) -> "GrammarTables":
         """Compute every table the grammar can reach: INSIDE per terminal, CROSS/DEEP per static FOLLOW pair."""

@@ -25,7 +25,7 @@ from .dfa_walk import (
     expand_ranges,
     first_bytes,
     lexeme_ends,
-    state_accept_events,
+    state_accepts,
     state_inside_tokens,
     suffixes_alive,
     walk,
@@ -272,8 +272,13 @@ def state_cross_set(
 ) -> TokenSet:
     """``CROSS[a, b][q]`` alone (equal to ``cross_sets(...)[q]``)."""
     trie = as_trie(vocab)
-    states, tokens = _cross_pairs(state_accept_events(trie, dfa_a, q), dfa_b, trie)
-    return sets_from_pairs(states, tokens, 1, trie.vocab_size, sparse_limit)[0]
+    rows, k = state_accepts(trie, dfa_a, q)
+    starts_b = np.zeros(256, dtype=bool)
+    starts_b[first_bytes(dfa_b)] = True
+    sel = np.flatnonzero(starts_b[trie.flat[trie.row_start[rows] + k]])
+    rows, k = rows[sel], k[sel]
+    tokens = trie.row_ids[rows[suffixes_alive(trie, dfa_b, rows, k)]]
+    return sets_from_pairs(np.zeros(tokens.shape[0], dtype=np.int64), tokens, 1, trie.vocab_size, sparse_limit)[0]
 
 
 def state_deep_set(
@@ -284,5 +289,11 @@ def state_deep_set(
     trie = as_trie(vocab)
     if not any(s.count for s in splits):
         return TokenSet.empty(trie.vocab_size)
-    states, tokens = _deep_pairs(state_accept_events(trie, dfa_a, q), splits, trie)
-    return sets_from_pairs(states, tokens, 1, trie.vocab_size, sparse_limit)[0]
+    rows, k = state_accepts(trie, dfa_a, q)
+    has_lexeme = np.zeros(trie.flat.shape[0], dtype=bool)
+    for split in splits:
+        has_lexeme[split.flat_positions(trie)] = True
+    sel = trie.row_len[rows] >= k + 2
+    rows, k = rows[sel], k[sel]
+    tokens = trie.row_ids[rows[has_lexeme[trie.row_start[rows] + k]]]
+    return sets_from_pairs(np.zeros(tokens.shape[0], dtype=np.int64), tokens, 1, trie.vocab_size, sparse_limit)[0]
