@@ -405,11 +405,14 @@ def test_row_store_dedup_and_round_trip():
 # -------------------------------------------------------------- TableCache
 
 
-def test_table_cache_memory_and_disk(tmp_path):
+def string_and_brace():
+    """A small vocabulary, a two-state string-like DFA and the literal ``{``."""
     tokens = [b"a", b"ab", b"\"a", b"b\"", b"{\"", b"", b"\"\"{"]
-    vocab = vocab_of(tokens)
-    a = make_dfa(2, {(0, 0x22): 1, (1, 97): 1, (1, 98): 1}, [1])
-    b = literal_dfa(b"{")
+    return vocab_of(tokens), make_dfa(2, {(0, 0x22): 1, (1, 97): 1, (1, 98): 1}, [1]), literal_dfa(b"{")
+
+
+def test_table_cache_memory_and_disk(tmp_path):
+    vocab, a, b = string_and_brace()
     cache = TableCache(tmp_path / "tables", sparse_limit=1)
     first = (cache.inside(a, vocab), cache.cross(a, b, vocab), cache.splits(b, vocab), cache.deep(a, [b], vocab))
     assert cache.misses == 4 and cache.hits == 1  # deep reuses the splits
@@ -436,10 +439,7 @@ def test_table_cache_memory_and_disk(tmp_path):
 
 
 def test_table_cache_keeps_one_state_sets_in_memory_only(tmp_path):
-    tokens = [b"a", b"ab", b"\"a", b"b\"", b"{\"", b"", b"\"\"{"]
-    vocab = vocab_of(tokens)
-    a = make_dfa(2, {(0, 0x22): 1, (1, 97): 1, (1, 98): 1}, [1])
-    b = literal_dfa(b"{")
+    vocab, a, b = string_and_brace()
     cache = TableCache(tmp_path / "tables", sparse_limit=1)
     for q in range(2):
         one = (cache.inside_state(a, q, vocab), cache.cross_state(a, q, b, vocab),

@@ -157,11 +157,21 @@ class WalkResult:
 
 
 def _padded(dfa: DFALike) -> tuple[np.ndarray, np.ndarray]:
-    """Flat transition table with a trailing dead row, so index -1 stays dead."""
-    trans = np.asarray(dfa.transitions, dtype=np.int32)
-    flat = np.concatenate([trans.ravel(), np.full(256, -1, dtype=np.int32)])
-    acc = np.append(np.asarray(dfa.accepting, dtype=bool), False)
-    return flat, acc
+    """Flat transition table with a trailing dead row, so index -1 stays dead (memoized: the walks of one
+    state at a time each need it)."""
+    with _lock:
+        hit = _padded_tables.get(dfa.fingerprint)
+    if hit is None:
+        trans = np.asarray(dfa.transitions, dtype=np.int32)
+        hit = (np.concatenate([trans.ravel(), np.full(256, -1, dtype=np.int32)]),
+               np.append(np.asarray(dfa.accepting, dtype=bool), False))
+        for arr in hit:
+            arr.setflags(write=False)
+        with _lock:
+            _padded_tables[dfa.fingerprint] = hit
+            while len(_padded_tables) > _WALK_CACHE_SIZE:
+                _padded_tables.pop(next(iter(_padded_tables)))
+    return hit
 
 
 _DENSE_CHUNK = 128  # origin states per dense walk (bounds its [nodes, states] arrays)
@@ -220,10 +230,19 @@ def _heavy_states(trie: TokenTrie, dfa: DFALike) -> np.ndarray:
 
 
 def _rows_by_first_byte(trie: TokenTrie) -> np.ndarray:
-    first = slice(trie.first_child[0], trie.first_child[0] + trie.n_children[0])
-    rows_by_byte = np.zeros(256, dtype=np.float64)
-    rows_by_byte[trie.node_byte[first]] = trie.node_size[first]
-    return rows_by_byte
+    """``float [256]``: how many rows start with each byte (memoized per trie)."""
+    with _lock:
+        hit = _first_byte_rows.get(trie.fingerprint)
+    if hit is None:
+        first = slice(trie.first_child[0], trie.first_child[0] + trie.n_children[0])
+        hit = np.zeros(256, dtype=np.float64)
+        hit[trie.node_byte[first]] = trie.node_size[first]
+        hit.setflags(write=False)
+        with _lock:
+            _first_byte_rows[trie.fingerprint] = hit
+            while len(_first_byte_rows) > 8:
+                _first_byte_rows.pop(next(iter(_first_byte_rows)))
+    return hit
 
 
 def _walk_threads(
@@ -671,6 +690,8 @@ _STATE_WALK_CACHE_SIZE = 32  # one state's walk: at most _MAX_MEMO_CANDIDATES id
 _events: "OrderedDict[tuple[str, str], AcceptEvents]" = OrderedDict()
 _state_walks: "OrderedDict[tuple[str, str, int], tuple[np.ndarray, np.ndarray, np.ndarray]]" = OrderedDict()
 _by_length: dict[str, tuple[np.ndarray, np.ndarray, list[int]]] = {}
+_first_byte_rows: dict[str, np.ndarray] = {}
+_padded_tables: dict[str, tuple[np.ndarray, np.ndarray]] = {}
 _lock = threading.Lock()
 
 
