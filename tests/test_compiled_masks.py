@@ -369,14 +369,17 @@ def test_candidate_check_equals_stepping_each_token_alone(vocab, which, seed):
 @settings(max_examples=25, deadline=None)
 @given(vocab=vocabularies(), which=st.integers(0, 4), seed=st.integers(0, 2**16))
 def test_tables_computed_state_by_state_match_reference(vocab, which, seed):
-    """Tables of non-literal DFAs are computed one state at a time on first read (``StateRows``): masks equal
-    the reference walk's, and an artifact saved afterwards holds every state's row (the whole tables)."""
+    """With every non-literal DFA taken as large, tables are computed one state at a time on first read
+    (``StateRows``): masks equal the reference walk's, and an artifact saved afterwards holds every state's row
+    (the whole tables)."""
     from kbnf_gpu.compile import grammar_tables
 
-    compiled = compile_ir(small_grammars()[which], vocab)
-    walk_and_compare(compiled, random.Random(seed), walks=3, steps=10)
-    assert any(isinstance(refs._sets, grammar_tables.StateRows) for refs in compiled.tables.inside.values())
-    arrays = compiled.tables.to_arrays()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(grammar_tables, "PER_STATE_MIN", 1)
+        compiled = compile_ir(small_grammars()[which], vocab)
+        walk_and_compare(compiled, random.Random(seed), walks=3, steps=10)
+        assert any(isinstance(refs._sets, grammar_tables.StateRows) for refs in compiled.tables.inside.values())
+        arrays = compiled.tables.to_arrays()
     whole = compile_ir(small_grammars()[which], vocab).tables
     whole.build_all()
     for t, refs in compiled.tables.inside.items():

@@ -774,6 +774,13 @@ def _state_walk(trie: TokenTrie, dfa: DFALike, q: int) -> tuple[np.ndarray, np.n
     return found
 
 
+def has_heavy_state(trie: TokenTrie, dfa: DFALike) -> bool:
+    """Does the DFA have a state whose first bytes start a large share of the tokens (a string body)? Such
+    a state makes every walk of the whole DFA cost a walk of most of the trie."""
+    trans = np.asarray(dfa.transitions)
+    return bool(trie.rows) and bool(((trans >= 0) @ _rows_by_first_byte(trie) > _HEAVY_SHARE * trie.rows).any())
+
+
 def _is_heavy(trie: TokenTrie, dfa: DFALike, q: int) -> bool:
     """Do the bytes ``q`` takes first start a large share of the tokens?"""
     live = np.asarray(dfa.transitions)[q] >= 0
@@ -821,7 +828,7 @@ def _longest_first(trie: TokenTrie) -> tuple[np.ndarray, np.ndarray, list[int]]:
 
 
 def clear_walk_cache() -> None:
-    """Forget memoized accept events (benchmarks time cold walks with it)."""
+    """Forget memoized accept events and one-state walks (benchmarks time cold walks with it)."""
     with _lock:
         _events.clear()
         _state_walks.clear()

@@ -37,7 +37,7 @@ from ..automata.dfa import ByteDFA
 from ..errors import DFATooLarge
 from ..normalize import BnfGrammar
 from ..runtime.caches import GenerationalCache
-from .dfa_walk import chain_literal
+from .dfa_walk import chain_literal, has_heavy_state
 from .row_store import RowStore
 from .tables import prefix_set, rest_cross_set, rest_deep_set
 from .table_cache import TableCache
@@ -52,7 +52,7 @@ _DEFAULT_CACHES: dict[tuple[str | None, int], TableCache] = {}
 
 GROUP_MIN = 8  # literal followers without pair tables yet, from which on they get one table together
 GROUP_TABLES = 1 << 10  # follower-group tables kept per grammar (each is one row reference per state of ``t``)
-
+PER_STATE_MIN = 128  # DFAs from this many states (or with a heavy state) get tables state by state (StateRows)
 
 
 class StateRows:
@@ -68,7 +68,9 @@ class StateRows:
 
     __slots__ = ("_n", "_one", "_whole", "_table")
 
-    def __init__(self, n_states: int, one: Callable[[int], TokenSet], whole: Callable[[], Sequence[TokenSet]]) -> None:
+    def __init__(
+        self, n_states: int, one: Callable[[int], TokenSet], whole: Callable[[], Sequence[TokenSet]]
+    ) -> None:
         self._n = n_states
         self._one = one
         self._whole = whole
@@ -198,8 +200,9 @@ class GrammarTables:
     computed until a parser state needs it, so compiling a grammar does only
     the grammar-level work; the vocabulary walks behind a table are shared by
     every grammar with the same terminal DFAs (``TableCache``, keyed by DFA
-    fingerprints); a large DFA's tables are walked one state at a time
-    (``StateRows``). ``build_all`` computes everything up front (artifacts).
+    fingerprints); the tables of a large DFA, or of one with a state most
+    tokens enter, are walked one state at a time (``StateRows``).
+    ``build_all`` computes everything up front (artifacts).
     """
 
     group_min = GROUP_MIN
@@ -356,12 +359,14 @@ class GrammarTables:
                           lambda q: cache.deep_state(dfa_a, q, [dfa_b], trie))
         return LazyRefs(self.store, cross), LazyRefs(self.store, deep)
 
-    @staticmethod
-    def _sets(dfa: ByteDFA, whole: Callable[[], Sequence[TokenSet]],
+    def _sets(self, dfa: ByteDFA, whole: Callable[[], Sequence[TokenSet]],
               one: Callable[[int], TokenSet]) -> Sequence[TokenSet]:
-        """A table's sets, state by state on first read (``StateRows``); a literal's whole table at once (its
-        walk is a lookup along one trie path, cheaper than any state's own)."""
-        return whole() if chain_literal(dfa) is not None else StateRows(dfa.n_states, one, whole)
+        """A table's sets: state by state on first read (``StateRows``) where the whole table is costly (a
+        large DFA, or one with a state most tokens enter); else the whole table at once (a small DFA's walk
+        of every state costs about what one state's does, and leaves them all cached for later grammars)."""
+        if chain_literal(dfa) is None and (dfa.n_states >= PER_STATE_MIN or has_heavy_state(self.trie, dfa)):
+            return StateRows(dfa.n_states, one, whole)
+        return whole()
 
     def build_all(self, progress: Callable[[str, int, int], None] | None = None) -> "GrammarTables":
         """Compute every table the grammar can reach: INSIDE per terminal, CROSS/DEEP per static FOLLOW pair."""

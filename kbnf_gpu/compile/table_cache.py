@@ -117,7 +117,7 @@ class TableCache:
             ),
         )
 
-    # ------------------------------------------- one state of a large DFA
+    # ------------------------------------------------------ one DFA state
     # Kept in memory only: one state's set is cheap to recompute, and a file per state would litter the directory.
 
     def inside_state(self, dfa: DFALike, q: int, vocab: VocabularyLike | TokenTrie) -> TokenSet:

@@ -8,6 +8,8 @@ accepting states:
 * ``HASLEX_b[t, k] = ∃ k < j < len(t): δ_b*(0, t[k:j]) ∈ F_b`` (:class:`LexemeSplits`)
 * ``DEEP[a; B][q] = {t : ∃ 1 <= k, k + 1 < len(t): δ_a*(q, t[:k]) ∈ F_a and ∃ b ∈ B: HASLEX_b[t, k]}``
 
+The ``*_sets`` functions give a table for every state of ``a`` at once (one
+walk); the ``state_*_set`` ones the set of one state (a grammar reaches few).
 ``vocab`` may be a vocabulary or an already built :class:`TokenTrie`.
 """
 from __future__ import annotations
@@ -42,6 +44,19 @@ def _n_states(dfa: DFALike) -> int:
     return int(np.asarray(dfa.transitions).shape[0])
 
 
+def _one_set(tokens: np.ndarray, trie: TokenTrie, sparse_limit: int) -> TokenSet:
+    return sets_from_pairs(np.zeros(tokens.shape[0], dtype=np.int64), tokens, 1, trie.vocab_size, sparse_limit)[0]
+
+
+def _lexeme_starts(splits: Sequence[LexemeSplits], trie: TokenTrie) -> np.ndarray:
+    """``bool``, by position in ``trie.flat``: does a lexeme of one of the splits' DFAs start there (and end
+    strictly inside the token)?"""
+    has_lexeme = np.zeros(trie.flat.shape[0], dtype=bool)
+    for split in splits:
+        has_lexeme[split.flat_positions(trie)] = True
+    return has_lexeme
+
+
 def inside_sets(
     dfa: DFALike, vocab: VocabularyLike | TokenTrie, sparse_limit: int = DEFAULT_SPARSE_LIMIT
 ) -> tuple[TokenSet, ...]:
@@ -74,7 +89,7 @@ def prefix_set(
     nodes = nodes[trie.node_nterm[nodes] > 0]
     _, rows = expand_ranges(trie.node_lo[nodes], trie.node_nterm[nodes])
     tokens = trie.row_ids[rows]
-    return sets_from_pairs(np.zeros(tokens.shape[0], dtype=np.int64), tokens, 1, trie.vocab_size, sparse_limit)[0]
+    return _one_set(tokens, trie, sparse_limit)
 
 
 def _completions(strings: Sequence[bytes], trie: TokenTrie, min_rest: int) -> tuple[np.ndarray, np.ndarray]:
@@ -104,7 +119,7 @@ def rest_cross_set(
     trie = as_trie(vocab)
     rows, k = _completions(strings, trie, 1)
     tokens = trie.row_ids[rows[suffixes_alive(trie, dfa_b, rows, k)]]
-    return sets_from_pairs(np.zeros(tokens.shape[0], dtype=np.int64), tokens, 1, trie.vocab_size, sparse_limit)[0]
+    return _one_set(tokens, trie, sparse_limit)
 
 
 def rest_deep_set(
@@ -114,11 +129,9 @@ def rest_deep_set(
     """``DEEP[a; B]`` at the start of ``a``, the trie of ``strings``, B given by its splits."""
     trie = as_trie(vocab)
     rows, k = _completions(strings, trie, 2)
-    has_lexeme = np.zeros(trie.flat.shape[0], dtype=bool)
-    for split in splits:
-        has_lexeme[split.flat_positions(trie)] = True
+    has_lexeme = _lexeme_starts(splits, trie)
     tokens = trie.row_ids[rows[has_lexeme[trie.row_start[rows] + k]]]
-    return sets_from_pairs(np.zeros(tokens.shape[0], dtype=np.int64), tokens, 1, trie.vocab_size, sparse_limit)[0]
+    return _one_set(tokens, trie, sparse_limit)
 
 
 def sets_from_bitsets(
@@ -245,16 +258,14 @@ def _deep_pairs(
     events: AcceptEvents, splits: Sequence[LexemeSplits], trie: TokenTrie
 ) -> tuple[np.ndarray, np.ndarray]:
     """(state, token) of DEEP from ``a``'s accept events."""
-    has_lexeme = np.zeros(trie.flat.shape[0], dtype=bool)  # indexed by flat byte position
-    for s in splits:
-        has_lexeme[s.flat_positions(trie)] = True
+    has_lexeme = _lexeme_starts(splits, trie)
     ev, rows = events.candidates(trie, min_rest=2)
     ok = has_lexeme[trie.row_start[rows] + events.depth[ev]]
     owner, states = events.expand_states(ev[ok])
     return states, trie.row_ids[rows[ok][owner]]
 
 
-# ------------------------------------------------- one state of a large DFA
+# ------------------------------------------------------------ one DFA state
 
 
 def state_inside_set(
@@ -263,7 +274,7 @@ def state_inside_set(
     """``INSIDE[dfa][q]`` alone (equal to ``inside_sets(...)[q]``)."""
     trie = as_trie(vocab)
     tokens = state_inside_tokens(trie, dfa, q)
-    return sets_from_pairs(np.zeros(tokens.shape[0], dtype=np.int64), tokens, 1, trie.vocab_size, sparse_limit)[0]
+    return _one_set(tokens, trie, sparse_limit)
 
 
 def state_cross_set(
@@ -278,7 +289,7 @@ def state_cross_set(
     sel = np.flatnonzero(starts_b[trie.flat[trie.row_start[rows] + k]])
     rows, k = rows[sel], k[sel]
     tokens = trie.row_ids[rows[suffixes_alive(trie, dfa_b, rows, k)]]
-    return sets_from_pairs(np.zeros(tokens.shape[0], dtype=np.int64), tokens, 1, trie.vocab_size, sparse_limit)[0]
+    return _one_set(tokens, trie, sparse_limit)
 
 
 def state_deep_set(
@@ -290,10 +301,8 @@ def state_deep_set(
     if not any(s.count for s in splits):
         return TokenSet.empty(trie.vocab_size)
     rows, k = state_accepts(trie, dfa_a, q)
-    has_lexeme = np.zeros(trie.flat.shape[0], dtype=bool)
-    for split in splits:
-        has_lexeme[split.flat_positions(trie)] = True
+    has_lexeme = _lexeme_starts(splits, trie)
     sel = trie.row_len[rows] >= k + 2
     rows, k = rows[sel], k[sel]
     tokens = trie.row_ids[rows[has_lexeme[trie.row_start[rows] + k]]]
-    return sets_from_pairs(np.zeros(tokens.shape[0], dtype=np.int64), tokens, 1, trie.vocab_size, sparse_limit)[0]
+    return _one_set(tokens, trie, sparse_limit)
