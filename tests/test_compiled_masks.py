@@ -334,6 +334,17 @@ def test_byte_order_walks_candidates_sorted_with_their_shared_prefixes(vocab, ch
     assert shared == ([0] + prefix if ordered else [])
 
 
+def test_byte_order_counts_long_shared_prefixes_in_full():
+    from kbnf_gpu.runtime.masks import ByteOrder
+
+    tokens = [b" " * n for n in (1, 15, 16, 17, 40)] + [b"=" * 20 + b"a", b"=" * 20 + b"b", b"=" * 16, b"x"]
+    order = ByteOrder(Vocabulary(dict(enumerate(tokens))))
+    ordered, shared = order.walk_order(np.arange(len(tokens)))
+    assert [tokens[i] for i in ordered] == sorted(tokens)
+    assert shared == [0] + [len(os.path.commonprefix([tokens[a], tokens[b]])) for a, b in zip(ordered, ordered[1:])]
+    assert max(shared) == 20
+
+
 @settings(max_examples=25, deadline=None)
 @given(vocab=vocabularies(), which=st.integers(0, 4), seed=st.integers(0, 2**16))
 def test_candidate_check_equals_stepping_each_token_alone(vocab, which, seed):

@@ -692,6 +692,7 @@ _state_walks: "OrderedDict[tuple[str, str, int], tuple[np.ndarray, np.ndarray, n
 _by_length: dict[str, tuple[np.ndarray, np.ndarray, list[int]]] = {}
 _first_byte_rows: dict[str, np.ndarray] = {}
 _padded_tables: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+_heavy_dfas: dict[tuple[str, str], bool] = {}
 _lock = threading.Lock()
 
 
@@ -776,9 +777,17 @@ def _state_walk(trie: TokenTrie, dfa: DFALike, q: int) -> tuple[np.ndarray, np.n
 
 def has_heavy_state(trie: TokenTrie, dfa: DFALike) -> bool:
     """Does the DFA have a state whose first bytes start a large share of the tokens (a string body)? Such
-    a state makes every walk of the whole DFA cost a walk of most of the trie."""
-    trans = np.asarray(dfa.transitions)
-    return bool(trie.rows) and bool(((trans >= 0) @ _rows_by_first_byte(trie) > _HEAVY_SHARE * trie.rows).any())
+    a state makes every walk of the whole DFA cost a walk of most of the trie. Memoized."""
+    key = (dfa.fingerprint, trie.fingerprint)
+    found = _heavy_dfas.get(key)
+    if found is None:
+        trans = np.asarray(dfa.transitions)
+        found = bool(trie.rows) and bool(((trans >= 0) @ _rows_by_first_byte(trie) > _HEAVY_SHARE * trie.rows).any())
+        with _lock:
+            if len(_heavy_dfas) >= 4096:
+                _heavy_dfas.clear()
+            _heavy_dfas[key] = found
+    return found
 
 
 def _is_heavy(trie: TokenTrie, dfa: DFALike, q: int) -> bool:

@@ -228,6 +228,7 @@ class GrammarTables:
         self._same_dfa: dict[int, int] = {}  # terminal -> the first terminal seen with an equal DFA
         self._by_fingerprint: dict[str, int] = {}
         self._groups: GenerationalCache = GenerationalCache(GROUP_TABLES)
+        self._chain_dfas: dict[str, bool] = {}  # DFA fingerprint -> is a literal (bounded by the grammar's DFAs)
 
     @property
     def rows(self) -> np.ndarray:
@@ -364,9 +365,15 @@ class GrammarTables:
         """A table's sets: state by state on first read (``StateRows``) where the whole table is costly (a
         large DFA, or one with a state most tokens enter); else the whole table at once (a small DFA's walk
         of every state costs about what one state's does, and leaves them all cached for later grammars)."""
-        if chain_literal(dfa) is None and (dfa.n_states >= PER_STATE_MIN or has_heavy_state(self.trie, dfa)):
+        if (dfa.n_states >= PER_STATE_MIN or has_heavy_state(self.trie, dfa)) and not self._is_literal(dfa):
             return StateRows(dfa.n_states, one, whole)
         return whole()
+
+    def _is_literal(self, dfa: ByteDFA) -> bool:
+        found = self._chain_dfas.get(dfa.fingerprint)
+        if found is None:
+            found = self._chain_dfas[dfa.fingerprint] = chain_literal(dfa) is not None
+        return found
 
     def build_all(self, progress: Callable[[str, int, int], None] | None = None) -> "GrammarTables":
         """Compute every table the grammar can reach: INSIDE per terminal, CROSS/DEEP per static FOLLOW pair."""

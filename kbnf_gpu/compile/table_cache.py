@@ -74,7 +74,7 @@ class TableCache:
         self.max_bytes = max_bytes
         self._bytes = 0
         self.sparse_limit = sparse_limit
-        self._mem: OrderedDict[str, Table] = OrderedDict()
+        self._mem: OrderedDict[str | tuple, Table] = OrderedDict()
         self._lock = threading.Lock()
         self.hits = 0
         self.disk_hits = 0
@@ -162,9 +162,10 @@ class TableCache:
         compute: Callable[[TokenTrie], T],
         persist: bool = True,
     ) -> T:
-        key = table_key(
-            kind, vocab.fingerprint, *(d.fingerprint for d in dfas), sparse_limit=self.sparse_limit
-        )
+        if persist:
+            key = table_key(kind, vocab.fingerprint, *(d.fingerprint for d in dfas), sparse_limit=self.sparse_limit)
+        else:  # memory only: the tuple itself is the key (no digest to compute on every lookup)
+            key = (kind, vocab.fingerprint, *(d.fingerprint for d in dfas))
         with self._lock:
             table = self._mem.get(key)
             if table is not None:
