@@ -692,7 +692,6 @@ _state_walks: "OrderedDict[tuple[str, str, int], tuple[np.ndarray, np.ndarray, n
 _by_length: dict[str, tuple[np.ndarray, np.ndarray, list[int]]] = {}
 _first_byte_rows: dict[str, np.ndarray] = {}
 _padded_tables: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-_heavy_dfas: dict[tuple[str, str], bool] = {}
 _lock = threading.Lock()
 
 
@@ -757,8 +756,8 @@ def _state_walk(trie: TokenTrie, dfa: DFALike, q: int) -> tuple[np.ndarray, np.n
         ended, rows, ks = [], [], []
         for k, idx, state in _columns(trie, dfa, q):
             going_on = np.searchsorted(idx, _more_than(longer, k))
-            ended.append(idx[going_on:])
-            hit_rows = order[idx[:going_on][acc[state[:going_on]]]]
+            ended.append(idx[going_on:][state[going_on:] >= 0])
+            hit_rows = order[idx[:going_on][acc[state[:going_on]]]]  # acc[-1] (dead) is False
             rows.append(hit_rows)
             ks.append(np.full(hit_rows.shape[0], k, dtype=np.int64))
         found = (trie.row_ids[order[_cat(ended)]].astype(np.int64), _cat(rows).astype(np.int64),
@@ -775,21 +774,6 @@ def _state_walk(trie: TokenTrie, dfa: DFALike, q: int) -> tuple[np.ndarray, np.n
     return found
 
 
-def has_heavy_state(trie: TokenTrie, dfa: DFALike) -> bool:
-    """Does the DFA have a state whose first bytes start a large share of the tokens (a string body)? Such
-    a state makes every walk of the whole DFA cost a walk of most of the trie. Memoized."""
-    key = (dfa.fingerprint, trie.fingerprint)
-    found = _heavy_dfas.get(key)
-    if found is None:
-        trans = np.asarray(dfa.transitions)
-        found = bool(trie.rows) and bool(((trans >= 0) @ _rows_by_first_byte(trie) > _HEAVY_SHARE * trie.rows).any())
-        with _lock:
-            if len(_heavy_dfas) >= 4096:
-                _heavy_dfas.clear()
-            _heavy_dfas[key] = found
-    return found
-
-
 def _is_heavy(trie: TokenTrie, dfa: DFALike, q: int) -> bool:
     """Do the bytes ``q`` takes first start a large share of the tokens?"""
     live = np.asarray(dfa.transitions)[q] >= 0
@@ -803,21 +787,36 @@ def _more_than(longer: list[int], k: int) -> int:
 
 def _columns(trie: TokenTrie, dfa: DFALike, q: int):
     """The DFA run from ``q`` over every row at once, one byte column at a time. After byte ``k`` yields
-    ``(k, idx, state)``: the rows (indices in ``_longest_first`` order, ascending) alive after their first
-    ``k`` bytes, and their states. Only rows still alive and longer go on, so the cost follows the live bytes."""
+    ``(k, idx, state)``: the rows with at least ``k`` bytes that may still be alive (indices in
+    ``_longest_first`` order, ascending) and their states after those bytes (-1: dead). Rows run as one
+    contiguous block while most are alive (a string body); once most are dead, only the live ones go on."""
     flat_t, _ = _padded(dfa)
     _, starts, longer = _longest_first(trie)
-    idx = np.arange(_more_than(longer, 0), dtype=np.int64)
-    state = np.full(idx.shape[0], q, dtype=np.int64)
+    n = _more_than(longer, 0)
+    every = np.arange(n, dtype=np.int64)
+    state = np.full(n, q, dtype=np.int64)
+    idx = None  # None: the rows are the first ``n`` (a block); else the live ones
     for k in range(1, len(longer) + 1):
-        state = flat_t[state * 256 + trie.flat[starts[idx] + (k - 1)]]
-        alive = np.flatnonzero(state >= 0)
-        idx, state = idx[alive], state[alive]
-        yield k, idx, state
-        going_on = np.searchsorted(idx, _more_than(longer, k))
-        if not going_on:
-            return
-        idx, state = idx[:going_on], state[:going_on]
+        if idx is None:
+            state[:n] = flat_t[state[:n] * 256 + trie.flat[starts[:n] + (k - 1)]]
+            live = np.count_nonzero(state[:n] >= 0)
+            if live * 4 < n:
+                idx = np.flatnonzero(state[:n] >= 0)
+                state = state[idx]
+                yield k, idx, state
+            else:
+                yield k, every[:n], state[:n]
+        else:
+            state = flat_t[state * 256 + trie.flat[starts[idx] + (k - 1)]]
+            alive = np.flatnonzero(state >= 0)
+            idx, state = idx[alive], state[alive]
+            yield k, idx, state
+        n = _more_than(longer, k)  # the rows that have a next byte
+        if idx is not None:
+            going_on = np.searchsorted(idx, n)
+            if not going_on:
+                return
+            idx, state = idx[:going_on], state[:going_on]
 
 
 def _longest_first(trie: TokenTrie) -> tuple[np.ndarray, np.ndarray, list[int]]:

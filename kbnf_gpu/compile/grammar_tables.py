@@ -37,7 +37,7 @@ from ..automata.dfa import ByteDFA
 from ..errors import DFATooLarge
 from ..normalize import BnfGrammar
 from ..runtime.caches import GenerationalCache
-from .dfa_walk import chain_literal, has_heavy_state
+from .dfa_walk import chain_literal
 from .row_store import RowStore
 from .tables import prefix_set, rest_cross_set, rest_deep_set
 from .table_cache import TableCache
@@ -52,7 +52,7 @@ _DEFAULT_CACHES: dict[tuple[str | None, int], TableCache] = {}
 
 GROUP_MIN = 8  # literal followers without pair tables yet, from which on they get one table together
 GROUP_TABLES = 1 << 10  # follower-group tables kept per grammar (each is one row reference per state of ``t``)
-PER_STATE_MIN = 128  # DFAs from this many states (or with a heavy state) get tables state by state (StateRows)
+PER_STATE_MIN = 128  # DFAs from this many states get their tables state by state (StateRows)
 
 
 class StateRows:
@@ -200,9 +200,8 @@ class GrammarTables:
     computed until a parser state needs it, so compiling a grammar does only
     the grammar-level work; the vocabulary walks behind a table are shared by
     every grammar with the same terminal DFAs (``TableCache``, keyed by DFA
-    fingerprints); the tables of a large DFA, or of one with a state most
-    tokens enter, are walked one state at a time (``StateRows``).
-    ``build_all`` computes everything up front (artifacts).
+    fingerprints); the tables of a large DFA are walked one state at a time
+    (``StateRows``). ``build_all`` computes everything up front (artifacts).
     """
 
     group_min = GROUP_MIN
@@ -362,10 +361,10 @@ class GrammarTables:
 
     def _sets(self, dfa: ByteDFA, whole: Callable[[], Sequence[TokenSet]],
               one: Callable[[int], TokenSet]) -> Sequence[TokenSet]:
-        """A table's sets: state by state on first read (``StateRows``) where the whole table is costly (a
-        large DFA, or one with a state most tokens enter); else the whole table at once (a small DFA's walk
-        of every state costs about what one state's does, and leaves them all cached for later grammars)."""
-        if (dfa.n_states >= PER_STATE_MIN or has_heavy_state(self.trie, dfa)) and not self._is_literal(dfa):
+        """A table's sets: state by state on first read (``StateRows``) for a large DFA, whose whole table
+        costs hundreds of milliseconds; else the whole table at once (one walk of a small DFA's states costs
+        about what a few states' own walks do, and leaves them all cached for later grammars)."""
+        if dfa.n_states >= PER_STATE_MIN and not self._is_literal(dfa):
             return StateRows(dfa.n_states, one, whole)
         return whole()
 
