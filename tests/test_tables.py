@@ -453,6 +453,26 @@ def test_table_cache_keeps_one_state_sets_in_memory_only(tmp_path):
         f"{table_key('splits', vocab.fingerprint, b.fingerprint, sparse_limit=1)}.npy"]  # the shared splits only
 
 
+def test_table_cache_computes_a_table_whole_after_enough_single_states(monkeypatch):
+    """Ski rental: after ``STATE_READS`` states computed one by one, the whole table is computed once and
+    every later state (of any grammar) is read off it; all sets equal the whole table's."""
+    from kbnf_gpu.compile import table_cache
+
+    monkeypatch.setattr(table_cache, "STATE_READS", 3)
+    vocab = vocab_of([b"a", b"ab", b"ba", b"abab", b"b", b"aab"])
+    counter = make_dfa(8, {**{(i, 97): i + 1 for i in range(7)}, **{(i, 98): i + 1 for i in range(7)}}, [7])
+    cache = TableCache(sparse_limit=1)
+    whole = inside_sets(counter, vocab, 1)
+    assert [cache.inside_state(counter, q, vocab) for q in (0, 1, 2)] == list(whole[:3])
+    assert len(cache) == 3  # three single states, no whole table yet
+    assert cache.inside_state(counter, 1, vocab) == whole[1] and len(cache) == 3  # a state read again: no walk
+    assert cache.inside_state(counter, 5, vocab) == whole[5]
+    assert len(cache) == 4  # the fourth state computed took the whole table
+    misses = cache.misses
+    assert [cache.inside_state(counter, q, vocab) for q in range(8)] == list(whole)
+    assert cache.misses == misses
+
+
 def test_encode_decode_round_trip():
     sets = (TokenSet.from_ids([1, 2], 40), TokenSet.from_ids(range(30), 40, sparse_limit=3), TokenSet.empty(40))
     blob = encode_table(sets)

@@ -36,6 +36,7 @@ from .token_sets import DEFAULT_SPARSE_LIMIT, TokenSet, words_for
 from .token_trie import TokenTrie, VocabularyLike
 
 FORMAT = "kbnf_gpu.tables/1"
+STATE_READS = 16  # states of one table computed one by one in a process before its whole table is instead
 
 Table = Union["PackedSets", LexemeSplits]  # what the cache holds
 T = TypeVar("T", "PackedSets", LexemeSplits)
@@ -75,6 +76,8 @@ class TableCache:
         self._bytes = 0
         self.sparse_limit = sparse_limit
         self._mem: OrderedDict[str | tuple, Table] = OrderedDict()
+        self._whole_keys: dict[tuple, str] = {}  # (kind, fingerprints) -> the whole table's key
+        self._state_reads: dict[tuple, int] = {}  # (kind, fingerprints) -> its states computed one by one
         self._lock = threading.Lock()
         self.hits = 0
         self.disk_hits = 0
@@ -118,31 +121,53 @@ class TableCache:
         )
 
     # ------------------------------------------------------ one DFA state
-    # Kept in memory only: one state's set is cheap to recompute, and a file per state would litter the directory.
+    # One state's set is kept in memory only: it is cheap to recompute, and a file per state would litter the
+    # directory. A table whose states this process has computed ``STATE_READS`` times one by one is computed
+    # whole (a DFA that recurs across grammars: one walk of every state then costs less than going on), so
+    # state-by-state costs at most that many single walks more than the whole table would have.
 
     def inside_state(self, dfa: DFALike, q: int, vocab: VocabularyLike | TokenTrie) -> TokenSet:
-        """``inside(dfa, vocab)[q]``, computed for ``q`` alone."""
-        return self._get(f"inside@{q}", vocab, (dfa,),
-                         lambda trie: (state_inside_set(dfa, q, trie, self.sparse_limit),), persist=False)[0]
+        """``inside(dfa, vocab)[q]``, computed for ``q`` alone (or read off the whole table)."""
+        return self._one_state("inside", (dfa,), q, vocab, lambda: self.inside(dfa, vocab),
+                               lambda trie: state_inside_set(dfa, q, trie, self.sparse_limit))
 
     def cross_state(self, dfa_a: DFALike, q: int, dfa_b: DFALike, vocab: VocabularyLike | TokenTrie) -> TokenSet:
-        """``cross(dfa_a, dfa_b, vocab)[q]``, computed for ``q`` alone."""
-        return self._get(f"cross@{q}", vocab, (dfa_a, dfa_b),
-                         lambda trie: (state_cross_set(dfa_a, q, dfa_b, trie, self.sparse_limit),), persist=False)[0]
+        """``cross(dfa_a, dfa_b, vocab)[q]``, computed for ``q`` alone (or read off the whole table)."""
+        return self._one_state("cross", (dfa_a, dfa_b), q, vocab, lambda: self.cross(dfa_a, dfa_b, vocab),
+                               lambda trie: state_cross_set(dfa_a, q, dfa_b, trie, self.sparse_limit))
 
     def deep_state(
         self, dfa_a: DFALike, q: int, followers: Sequence[DFALike], vocab: VocabularyLike | TokenTrie
     ) -> TokenSet:
-        """``deep(dfa_a, followers, vocab)[q]``, computed for ``q`` alone."""
-        followers = sorted({b.fingerprint: b for b in followers}.items())
-        return self._get(
-            f"deep@{q}",
-            vocab,
-            (dfa_a, *(b for _, b in followers)),
-            lambda trie: (state_deep_set(dfa_a, q, [self.splits(b, trie) for _, b in followers], trie,
-                                         self.sparse_limit),),
-            persist=False,
-        )[0]
+        """``deep(dfa_a, followers, vocab)[q]``, computed for ``q`` alone (or read off the whole table)."""
+        followers = [b for _, b in sorted({b.fingerprint: b for b in followers}.items())]
+        return self._one_state(
+            "deep", (dfa_a, *followers), q, vocab, lambda: self.deep(dfa_a, followers, vocab),
+            lambda trie: state_deep_set(dfa_a, q, [self.splits(b, trie) for b in followers], trie,
+                                        self.sparse_limit))
+
+    def _one_state(
+        self, kind: str, dfas: tuple[DFALike, ...], q: int, vocab: VocabularyLike | TokenTrie,
+        whole: Callable[[], "PackedSets"], one: Callable[[TokenTrie], TokenSet],
+    ) -> TokenSet:
+        table_id = (kind, vocab.fingerprint, *(d.fingerprint for d in dfas))
+        with self._lock:
+            hit = self._mem.get((q, *table_id))
+            whole_key = self._whole_keys.get(table_id)
+            if whole_key is None:
+                if len(self._whole_keys) >= self.max_entries:
+                    self._whole_keys.clear()
+                    self._state_reads.clear()
+                whole_key = self._whole_keys[table_id] = table_key(*table_id, sparse_limit=self.sparse_limit)
+            table = self._mem.get(whole_key)
+            reads = self._state_reads.get(table_id, 0)
+            if hit is None and table is None:
+                self._state_reads[table_id] = reads + 1
+        if table is not None:
+            return table[q]
+        if hit is None and reads >= STATE_READS:
+            return whole()[q]
+        return self._get(kind, vocab, dfas, lambda trie: (one(trie),), persist=False, state=q)[0]
 
     # --------------------------------------------------------------- storage
 
@@ -150,6 +175,7 @@ class TableCache:
         with self._lock:
             self._mem.clear()
             self._bytes = 0
+            self._state_reads.clear()
 
     def __len__(self) -> int:
         return len(self._mem)
@@ -161,11 +187,12 @@ class TableCache:
         dfas: tuple[DFALike, ...],
         compute: Callable[[TokenTrie], T],
         persist: bool = True,
+        state: int | None = None,
     ) -> T:
         if persist:
             key = table_key(kind, vocab.fingerprint, *(d.fingerprint for d in dfas), sparse_limit=self.sparse_limit)
-        else:  # memory only: the tuple itself is the key (no digest to compute on every lookup)
-            key = (kind, vocab.fingerprint, *(d.fingerprint for d in dfas))
+        else:  # memory only (one ``state``'s set): the tuple itself is the key, no digest per lookup
+            key = (state, kind, vocab.fingerprint, *(d.fingerprint for d in dfas))
         with self._lock:
             table = self._mem.get(key)
             if table is not None:
