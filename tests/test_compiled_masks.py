@@ -387,6 +387,7 @@ def test_tables_computed_state_by_state_match_reference(vocab, which, seed):
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(grammar_tables, "PER_STATE_MIN", 1)
+        patch.setattr(grammar_tables, "has_heavy_state", lambda trie, dfa: True)
         compiled = compile_ir(small_grammars()[which], vocab)
         walk_and_compare(compiled, random.Random(seed), walks=3, steps=10)
         assert any(isinstance(refs._sets, grammar_tables.StateRows) for refs in compiled.tables.inside.values())

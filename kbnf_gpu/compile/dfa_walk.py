@@ -774,6 +774,13 @@ def _state_walk(trie: TokenTrie, dfa: DFALike, q: int) -> tuple[np.ndarray, np.n
     return found
 
 
+def has_heavy_state(trie: TokenTrie, dfa: DFALike) -> bool:
+    """Does the DFA have a state whose first bytes start a large share of the tokens (a string body)? Each
+    such state costs a walk of the whole table a walk of most of the trie."""
+    trans = np.asarray(dfa.transitions)
+    return bool(trie.rows) and bool(((trans >= 0) @ _rows_by_first_byte(trie) > _HEAVY_SHARE * trie.rows).any())
+
+
 def _is_heavy(trie: TokenTrie, dfa: DFALike, q: int) -> bool:
     """Do the bytes ``q`` takes first start a large share of the tokens?"""
     live = np.asarray(dfa.transitions)[q] >= 0

@@ -37,7 +37,7 @@ from ..automata.dfa import ByteDFA
 from ..errors import DFATooLarge
 from ..normalize import BnfGrammar
 from ..runtime.caches import GenerationalCache
-from .dfa_walk import chain_literal
+from .dfa_walk import chain_literal, has_heavy_state
 from .row_store import RowStore
 from .tables import prefix_set, rest_cross_set, rest_deep_set
 from .table_cache import TableCache
@@ -52,7 +52,7 @@ _DEFAULT_CACHES: dict[tuple[str | None, int], TableCache] = {}
 
 GROUP_MIN = 8  # literal followers without pair tables yet, from which on they get one table together
 GROUP_TABLES = 1 << 10  # follower-group tables kept per grammar (each is one row reference per state of ``t``)
-PER_STATE_MIN = 128  # DFAs from this many states get their tables state by state (StateRows)
+PER_STATE_MIN = 128  # DFAs from this many states, with a state most tokens enter, get tables state by state
 
 
 class StateRows:
@@ -200,8 +200,9 @@ class GrammarTables:
     computed until a parser state needs it, so compiling a grammar does only
     the grammar-level work; the vocabulary walks behind a table are shared by
     every grammar with the same terminal DFAs (``TableCache``, keyed by DFA
-    fingerprints); the tables of a large DFA are walked one state at a time
-    (``StateRows``). ``build_all`` computes everything up front (artifacts).
+    fingerprints); the tables of a large DFA whose states most tokens can
+    enter are walked one state at a time (``StateRows``). ``build_all``
+    computes everything up front (artifacts).
     """
 
     group_min = GROUP_MIN
@@ -227,7 +228,7 @@ class GrammarTables:
         self._same_dfa: dict[int, int] = {}  # terminal -> the first terminal seen with an equal DFA
         self._by_fingerprint: dict[str, int] = {}
         self._groups: GenerationalCache = GenerationalCache(GROUP_TABLES)
-        self._chain_dfas: dict[str, bool] = {}  # DFA fingerprint -> is a literal (bounded by the grammar's DFAs)
+        self._state_by_state: dict[str, bool] = {}  # large DFA fingerprint -> tables by state (bounded by its DFAs)
 
     @property
     def rows(self) -> np.ndarray:
@@ -361,17 +362,19 @@ class GrammarTables:
 
     def _sets(self, dfa: ByteDFA, whole: Callable[[], Sequence[TokenSet]],
               one: Callable[[int], TokenSet]) -> Sequence[TokenSet]:
-        """A table's sets: state by state on first read (``StateRows``) for a large DFA, whose whole table
-        costs hundreds of milliseconds; else the whole table at once (one walk of a small DFA's states costs
-        about what a few states' own walks do, and leaves them all cached for later grammars)."""
-        if dfa.n_states >= PER_STATE_MIN and not self._is_literal(dfa):
+        """A table's sets: state by state on first read (``StateRows``) for a large DFA with states most tokens
+        enter, whose whole table costs hundreds of milliseconds; else the whole table at once (a small DFA's
+        walk of all its states costs about what a few states' own walks do, a large one's without such states
+        tens of milliseconds, and either leaves every state cached for later grammars)."""
+        if dfa.n_states >= PER_STATE_MIN and self._by_state(dfa):
             return StateRows(dfa.n_states, one, whole)
         return whole()
 
-    def _is_literal(self, dfa: ByteDFA) -> bool:
-        found = self._chain_dfas.get(dfa.fingerprint)
+    def _by_state(self, dfa: ByteDFA) -> bool:
+        found = self._state_by_state.get(dfa.fingerprint)
         if found is None:
-            found = self._chain_dfas[dfa.fingerprint] = chain_literal(dfa) is not None
+            found = self._state_by_state[dfa.fingerprint] = (
+                has_heavy_state(self.trie, dfa) and chain_literal(dfa) is None)
         return found
 
     def build_all(self, progress: Callable[[str, int, int], None] | None = None) -> "GrammarTables":
