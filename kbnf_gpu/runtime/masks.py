@@ -38,7 +38,6 @@ _EMPTY = np.zeros(0, dtype=np.int32)
 _EMPTY.setflags(write=False)
 _INEXACT = object()
 _NEVER = 1 << 62
-_SHARED_WIDTH = 16  # bytes compared at first for a shared prefix (pairs that share all of them: in full)
 
 
 def _frozen(array: np.ndarray) -> np.ndarray:
@@ -75,11 +74,11 @@ def _split_refs(refs: list[int], deep: list[int]) -> tuple[tuple, tuple, tuple]:
 
 
 class ByteOrder:
-    """A vocabulary's tokens in byte order: ``ids[r]`` has rank ``r`` (``rank[id]``). Candidates walked in
-    this order reuse the states of the prefix they share with the previous one, and a prefix that died
-    settles every candidate under it."""
+    """A vocabulary's tokens in byte order: ``ids[r]`` has rank ``r`` (``rank[id]``), and ``shared[r]`` is how
+    many leading bytes it shares with ``ids[r + 1]``. Candidates walked in this order reuse the states of the
+    prefix they share with the previous one, and a prefix that died settles every candidate under it."""
 
-    __slots__ = ("ids", "rank", "_matrix", "_lengths")
+    __slots__ = ("ids", "rank", "shared")
 
     def __init__(self, vocab: "Vocabulary") -> None:
         matrix, lengths = vocab.token_matrix()
@@ -87,25 +86,24 @@ class ByteOrder:
         ids = np.array(sorted(range(vocab.size), key=keys.__getitem__), dtype=np.int64)
         rank = np.empty(vocab.size, dtype=np.int64)
         rank[ids] = np.arange(vocab.size)
-        self.ids, self.rank = _frozen(ids), _frozen(rank)
-        self._matrix, self._lengths = matrix, lengths
+        shared = np.zeros(vocab.size, dtype=np.int64)  # the last rank shares nothing with what follows it
+        step = 4096  # rows compared at a time: the comparison is ``[step, max_len]`` bytes
+        for start in range(0, vocab.size - 1, step):
+            a, b = ids[start: start + step], ids[start + 1: start + step + 1]
+            a = a[: b.size]
+            differ = matrix[a] != matrix[b]
+            first = np.where(differ.any(axis=1), differ.argmax(axis=1), differ.shape[1])
+            shared[start: start + a.size] = np.minimum(first, np.minimum(lengths[a], lengths[b]))
+        self.ids, self.rank, self.shared = _frozen(ids), _frozen(rank), _frozen(shared)
 
     def walk_order(self, candidates: np.ndarray) -> tuple[list[int], list[int]]:
-        """(``candidates`` in byte order, how many leading bytes each shares with the one before it)."""
-        ids = self.ids[np.sort(self.rank[candidates])]
-        if ids.size < 2:
-            return ids.tolist(), [0] * ids.size
-        shared = self._shared(ids[:-1], ids[1:], _SHARED_WIDTH)
-        longer = np.flatnonzero(shared == _SHARED_WIDTH)  # runs of spaces or '=': compared in full
-        if longer.size:
-            shared[longer] = self._shared(ids[:-1][longer], ids[1:][longer], self._matrix.shape[1])
-        return ids.tolist(), [0, *shared.tolist()]
-
-    def _shared(self, a: np.ndarray, b: np.ndarray, width: int) -> np.ndarray:
-        """Leading bytes token ``a[i]`` shares with ``b[i]``, counted up to ``width``."""
-        differ = self._matrix[a, :width] != self._matrix[b, :width]
-        first = np.where(differ.any(axis=1), differ.argmax(axis=1), differ.shape[1])
-        return np.minimum(first, np.minimum(self._lengths[a], self._lengths[b])).astype(np.int64)
+        """(``candidates`` in byte order, how many leading bytes each shares with the one before it: the
+        minimum of ``shared`` between their ranks, one ``reduceat`` for all)."""
+        ranks = np.sort(self.rank[candidates])
+        if not ranks.size:
+            return [], []
+        between = np.minimum.reduceat(self.shared[: ranks[-1] + 1], ranks)[:-1]
+        return self.ids[ranks].tolist(), [0, *between.tolist()]
 
 
 @lru_cache(maxsize=8)
