@@ -686,7 +686,8 @@ def lexeme_ends(trie: TokenTrie, dfa: DFALike) -> tuple[np.ndarray, np.ndarray, 
 
 
 _WALK_CACHE_SIZE = 64
-_STATE_WALK_CACHE_SIZE = 32  # one state's walk: at most _MAX_MEMO_CANDIDATES ids each
+_STATE_WALK_CACHE_SIZE = 8  # one state's walks, kept while its CROSS/DEEP tables follow its INSIDE
+_STATE_WALK_MAX = 1 << 18  # ids and accept positions kept per walk (at most ~6 MB); bigger ones are not kept
 _events: "OrderedDict[tuple[str, str], AcceptEvents]" = OrderedDict()
 _state_walks: "OrderedDict[tuple[str, str, int], tuple[np.ndarray, np.ndarray, np.ndarray]]" = OrderedDict()
 _by_length: dict[str, tuple[np.ndarray, np.ndarray, list[int]]] = {}
@@ -766,7 +767,7 @@ def _state_walk(trie: TokenTrie, dfa: DFALike, q: int) -> tuple[np.ndarray, np.n
         result = walk_state(trie, dfa, q)
         ev, rows = result.events.candidates(trie, 1)
         found = (result.inside_tokens, rows.astype(np.int64), result.events.depth[ev].astype(np.int64))
-    if found[0].size + found[1].size <= _MAX_MEMO_CANDIDATES:
+    if found[0].size + found[1].size <= _STATE_WALK_MAX:
         with _lock:
             _state_walks[key] = found
             while len(_state_walks) > _STATE_WALK_CACHE_SIZE:
