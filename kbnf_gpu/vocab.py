@@ -60,6 +60,7 @@ from typing import Any
 import numpy as np
 
 from .errors import VocabularyError
+from .runtime.caches import lru_get
 
 __all__ = ["Vocabulary", "EOS_NAMES", "VocabularyError"]
 
@@ -409,18 +410,7 @@ def _cached(options: tuple[Any, ...], path: Path, load: Callable[[], Vocabulary]
         real = os.path.realpath(path)
     except OSError as exc:
         raise VocabularyError(f"{path}: cannot read tokenizer file: {exc.strerror or exc}") from exc
-    key = (real, st.st_mtime_ns, st.st_size, options)
-    with _CACHE_LOCK:
-        hit = _CACHE.get(key)
-        if hit is not None:
-            _CACHE.move_to_end(key)
-            return hit
-    vocab = load()
-    with _CACHE_LOCK:
-        _CACHE[key] = vocab
-        while len(_CACHE) > _CACHE_SIZE:
-            _CACHE.popitem(last=False)
-    return vocab
+    return lru_get(_CACHE, _CACHE_LOCK, (real, st.st_mtime_ns, st.st_size, options), _CACHE_SIZE, load)
 
 
 def _read_bytes(path: Path) -> bytes:

@@ -31,6 +31,7 @@ from typing import Protocol
 
 import numpy as np
 
+from ..runtime.caches import lru_get
 from .token_trie import TokenTrie
 
 
@@ -159,19 +160,12 @@ class WalkResult:
 def _padded(dfa: DFALike) -> tuple[np.ndarray, np.ndarray]:
     """Flat transition table with a trailing dead row, so index -1 stays dead (memoized: the walks of one
     state at a time each need it)."""
-    with _lock:
-        hit = _padded_tables.get(dfa.fingerprint)
-    if hit is None:
+    def build() -> tuple[np.ndarray, np.ndarray]:
         trans = np.asarray(dfa.transitions, dtype=np.int32)
-        hit = (np.concatenate([trans.ravel(), np.full(256, -1, dtype=np.int32)]),
-               np.append(np.asarray(dfa.accepting, dtype=bool), False))
-        for arr in hit:
-            arr.setflags(write=False)
-        with _lock:
-            _padded_tables[dfa.fingerprint] = hit
-            while len(_padded_tables) > _WALK_CACHE_SIZE:
-                _padded_tables.pop(next(iter(_padded_tables)))
-    return hit
+        return (_frozen(np.concatenate([trans.ravel(), np.full(256, -1, dtype=np.int32)])),
+                _frozen(np.append(np.asarray(dfa.accepting, dtype=bool), False)))
+
+    return lru_get(_padded_tables, _lock, dfa.fingerprint, _WALK_CACHE_SIZE, build)
 
 
 _DENSE_CHUNK = 128  # origin states per dense walk (bounds its [nodes, states] arrays)
@@ -222,27 +216,26 @@ def walk_all_states(trie: TokenTrie, dfa: DFALike, inside: bool = True) -> WalkR
 
 def _heavy_states(trie: TokenTrie, dfa: DFALike) -> np.ndarray:
     """``bool [n]``: states whose live first bytes start a large share of the tokens."""
-    trans = np.asarray(dfa.transitions)
-    if trans.shape[0] == 0 or trie.rows == 0:
-        return np.zeros(trans.shape[0], dtype=bool)
-    heavy = (trans >= 0) @ _rows_by_first_byte(trie) > _HEAVY_SHARE * trie.rows
+    heavy = _heavy(trie, np.asarray(dfa.transitions))
     return heavy if heavy.sum() >= _MIN_DENSE else np.zeros_like(heavy)
+
+
+def _heavy(trie: TokenTrie, transitions: np.ndarray) -> np.ndarray:
+    """``bool [n]``: do the bytes each state takes first start more than ``_HEAVY_SHARE`` of the tokens?"""
+    if trie.rows == 0:
+        return np.zeros(transitions.shape[0], dtype=bool)
+    return (transitions >= 0) @ _rows_by_first_byte(trie) > _HEAVY_SHARE * trie.rows
 
 
 def _rows_by_first_byte(trie: TokenTrie) -> np.ndarray:
     """``float [256]``: how many rows start with each byte (memoized per trie)."""
-    with _lock:
-        hit = _first_byte_rows.get(trie.fingerprint)
-    if hit is None:
+    def build() -> np.ndarray:
         first = slice(trie.first_child[0], trie.first_child[0] + trie.n_children[0])
-        hit = np.zeros(256, dtype=np.float64)
-        hit[trie.node_byte[first]] = trie.node_size[first]
-        hit.setflags(write=False)
-        with _lock:
-            _first_byte_rows[trie.fingerprint] = hit
-            while len(_first_byte_rows) > 8:
-                _first_byte_rows.pop(next(iter(_first_byte_rows)))
-    return hit
+        rows = np.zeros(256, dtype=np.float64)
+        rows[trie.node_byte[first]] = trie.node_size[first]
+        return _frozen(rows)
+
+    return lru_get(_first_byte_rows, _lock, trie.fingerprint, _TRIE_CACHE_SIZE, build)
 
 
 def _walk_threads(
@@ -572,6 +565,11 @@ def _rows_of_token_bits(by_token: np.ndarray, h: int) -> np.ndarray:
 _EMPTY = np.zeros(0, dtype=np.int32)
 
 
+def _frozen(array: np.ndarray) -> np.ndarray:
+    array.setflags(write=False)
+    return array
+
+
 def _cat(parts: list[np.ndarray]) -> np.ndarray:
     return np.concatenate(parts) if parts else _EMPTY
 
@@ -690,9 +688,10 @@ _STATE_WALK_CACHE_SIZE = 8  # one state's walks, kept while its CROSS/DEEP table
 _STATE_WALK_MAX = 1 << 18  # ids and accept positions kept per walk (at most ~6 MB); bigger ones are not kept
 _events: "OrderedDict[tuple[str, str], AcceptEvents]" = OrderedDict()
 _state_walks: "OrderedDict[tuple[str, str, int], tuple[np.ndarray, np.ndarray, np.ndarray]]" = OrderedDict()
-_by_length: dict[str, tuple[np.ndarray, np.ndarray, list[int]]] = {}
-_first_byte_rows: dict[str, np.ndarray] = {}
-_padded_tables: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+_TRIE_CACHE_SIZE = 8  # vocabularies whose row orders and first-byte counts are kept
+_by_length: "OrderedDict[str, tuple[np.ndarray, np.ndarray, list[int]]]" = OrderedDict()
+_first_byte_rows: "OrderedDict[str, np.ndarray]" = OrderedDict()
+_padded_tables: "OrderedDict[str, tuple[np.ndarray, np.ndarray]]" = OrderedDict()
 _lock = threading.Lock()
 
 
@@ -745,13 +744,13 @@ def _state_walk(trie: TokenTrie, dfa: DFALike, q: int) -> tuple[np.ndarray, np.n
     CROSS/DEEP sets with every follower come from one walk. From a heavy state (a string body, which most
     tokens enter) the DFA runs over all tokens at once, one byte column at a time (a few ms for 128k tokens,
     where walking the trie node by node costs several times that); from any other, down the trie."""
-    key = (dfa.fingerprint, trie.fingerprint, q)
-    with _lock:
-        hit = _state_walks.get(key)
-        if hit is not None:
-            _state_walks.move_to_end(key)
-            return hit
-    if _is_heavy(trie, dfa, q):
+    return lru_get(_state_walks, _lock, (dfa.fingerprint, trie.fingerprint, q), _STATE_WALK_CACHE_SIZE,
+                   lambda: _walk_one_state(trie, dfa, q),
+                   keep=lambda found: found[0].size + found[1].size <= _STATE_WALK_MAX)
+
+
+def _walk_one_state(trie: TokenTrie, dfa: DFALike, q: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    if _heavy(trie, np.asarray(dfa.transitions)[q:q + 1])[0]:
         _, acc = _padded(dfa)
         order, _, longer = _longest_first(trie)
         ended, rows, ks = [], [], []
@@ -761,31 +760,17 @@ def _state_walk(trie: TokenTrie, dfa: DFALike, q: int) -> tuple[np.ndarray, np.n
             hit_rows = order[idx[:going_on][acc[state[:going_on]]]]  # acc[-1] (dead) is False
             rows.append(hit_rows)
             ks.append(np.full(hit_rows.shape[0], k, dtype=np.int64))
-        found = (trie.row_ids[order[_cat(ended)]].astype(np.int64), _cat(rows).astype(np.int64),
-                 _cat(ks).astype(np.int64))
-    else:
-        result = walk_state(trie, dfa, q)
-        ev, rows = result.events.candidates(trie, 1)
-        found = (result.inside_tokens, rows.astype(np.int64), result.events.depth[ev].astype(np.int64))
-    if found[0].size + found[1].size <= _STATE_WALK_MAX:
-        with _lock:
-            _state_walks[key] = found
-            while len(_state_walks) > _STATE_WALK_CACHE_SIZE:
-                _state_walks.popitem(last=False)
-    return found
+        return (trie.row_ids[order[_cat(ended)]].astype(np.int64), _cat(rows).astype(np.int64),
+                _cat(ks).astype(np.int64))
+    result = walk_state(trie, dfa, q)
+    ev, rows = result.events.candidates(trie, 1)
+    return result.inside_tokens, rows.astype(np.int64), result.events.depth[ev].astype(np.int64)
 
 
 def has_heavy_state(trie: TokenTrie, dfa: DFALike) -> bool:
     """Does the DFA have a state whose first bytes start a large share of the tokens (a string body)? Each
     such state costs a walk of the whole table a walk of most of the trie."""
-    trans = np.asarray(dfa.transitions)
-    return bool(trie.rows) and bool(((trans >= 0) @ _rows_by_first_byte(trie) > _HEAVY_SHARE * trie.rows).any())
-
-
-def _is_heavy(trie: TokenTrie, dfa: DFALike, q: int) -> bool:
-    """Do the bytes ``q`` takes first start a large share of the tokens?"""
-    live = np.asarray(dfa.transitions)[q] >= 0
-    return bool(trie.rows) and float(live @ _rows_by_first_byte(trie)) > _HEAVY_SHARE * trie.rows
+    return bool(_heavy(trie, np.asarray(dfa.transitions)).any())
 
 
 def _more_than(longer: list[int], k: int) -> int:
@@ -829,18 +814,13 @@ def _columns(trie: TokenTrie, dfa: DFALike, q: int):
 
 def _longest_first(trie: TokenTrie) -> tuple[np.ndarray, np.ndarray, list[int]]:
     """Rows longest first, their starts in ``trie.flat``, and per ``j`` how many have more than ``j`` bytes."""
-    with _lock:
-        hit = _by_length.get(trie.fingerprint)
-    if hit is None:
+    def build() -> tuple[np.ndarray, np.ndarray, list[int]]:
         order = np.argsort(-trie.row_len, kind="stable")
         per_length = np.bincount(trie.row_len, minlength=trie.max_len + 1)
         longer = per_length[::-1].cumsum()[::-1][1:].tolist()
-        hit = (order, trie.row_start[order], [n for n in longer if n])
-        with _lock:
-            _by_length[trie.fingerprint] = hit
-            while len(_by_length) > 8:
-                _by_length.pop(next(iter(_by_length)))
-    return hit
+        return order, trie.row_start[order], [n for n in longer if n]
+
+    return lru_get(_by_length, _lock, trie.fingerprint, _TRIE_CACHE_SIZE, build)
 
 
 def clear_walk_cache() -> None:

@@ -58,12 +58,12 @@ PER_STATE_MIN = 128  # DFAs from this many states, with a state most tokens ente
 class StateRows:
     """A table whose sets are computed state by state, on first read; ``whole()`` computes them all at once.
 
-    A grammar reaches few states of each DFA: a string body's two or three of
-    fifty, a handful of a 600-state regex. One state costs a millisecond or
-    two (``dfa_walk.state_inside_tokens``/``state_accepts``), where the whole
-    table of a string body costs tens and of a large regex hundreds, and a
-    parser step never waits for more than the states it reaches. Eager
-    compiles and artifacts take ``whole()`` (one walk for every state).
+    A grammar reaches a handful of the states of a 600-state regex. One state
+    costs a millisecond or a few (``dfa_walk.state_inside_tokens``/
+    ``state_accepts``), where the whole table of a large DFA with states most
+    tokens enter costs hundreds, and a parser step never waits for more than
+    the states it reaches. Eager compiles and artifacts take ``whole()`` (one
+    walk for every state).
     """
 
     __slots__ = ("_n", "_one", "_whole", "_table")

@@ -48,6 +48,22 @@ def _one_set(tokens: np.ndarray, trie: TokenTrie, sparse_limit: int) -> TokenSet
     return sets_from_pairs(np.zeros(tokens.shape[0], dtype=np.int64), tokens, 1, trie.vocab_size, sparse_limit)[0]
 
 
+def _continuing_in(dfa_b: DFALike, rows: np.ndarray, k: np.ndarray, trie: TokenTrie) -> np.ndarray:
+    """Token ids of the rows whose rest after byte ``k`` stays alive in ``dfa_b`` from its start (CROSS of
+    candidates that complete ``a`` after ``k`` bytes); rows whose next byte ``b`` cannot take are dropped first."""
+    starts_b = np.zeros(256, dtype=bool)
+    starts_b[first_bytes(dfa_b)] = True
+    sel = np.flatnonzero(starts_b[trie.flat[trie.row_start[rows] + k]])
+    rows, k = rows[sel], k[sel]
+    return trie.row_ids[rows[suffixes_alive(trie, dfa_b, rows, k)]]
+
+
+def _lexeme_after(splits: Sequence[LexemeSplits], rows: np.ndarray, k: np.ndarray, trie: TokenTrie) -> np.ndarray:
+    """Token ids of the rows in which a lexeme of one of the splits' DFAs starts at byte ``k`` (DEEP of
+    candidates that complete ``a`` after ``k`` bytes)."""
+    return trie.row_ids[rows[_lexeme_starts(splits, trie)[trie.row_start[rows] + k]]]
+
+
 def _lexeme_starts(splits: Sequence[LexemeSplits], trie: TokenTrie) -> np.ndarray:
     """``bool``, by position in ``trie.flat``: does a lexeme of one of the splits' DFAs start there (and end
     strictly inside the token)?"""
@@ -117,9 +133,7 @@ def rest_cross_set(
     """``CROSS[a, b]`` at the start of ``a``, the trie of ``strings``: tokens that complete one of them and
     continue (non-empty) inside ``b``."""
     trie = as_trie(vocab)
-    rows, k = _completions(strings, trie, 1)
-    tokens = trie.row_ids[rows[suffixes_alive(trie, dfa_b, rows, k)]]
-    return _one_set(tokens, trie, sparse_limit)
+    return _one_set(_continuing_in(dfa_b, *_completions(strings, trie, 1), trie), trie, sparse_limit)
 
 
 def rest_deep_set(
@@ -128,10 +142,7 @@ def rest_deep_set(
 ) -> TokenSet:
     """``DEEP[a; B]`` at the start of ``a``, the trie of ``strings``, B given by its splits."""
     trie = as_trie(vocab)
-    rows, k = _completions(strings, trie, 2)
-    has_lexeme = _lexeme_starts(splits, trie)
-    tokens = trie.row_ids[rows[has_lexeme[trie.row_start[rows] + k]]]
-    return _one_set(tokens, trie, sparse_limit)
+    return _one_set(_lexeme_after(splits, *_completions(strings, trie, 2), trie), trie, sparse_limit)
 
 
 def sets_from_bitsets(
@@ -283,13 +294,7 @@ def state_cross_set(
 ) -> TokenSet:
     """``CROSS[a, b][q]`` alone (equal to ``cross_sets(...)[q]``)."""
     trie = as_trie(vocab)
-    rows, k = state_accepts(trie, dfa_a, q)
-    starts_b = np.zeros(256, dtype=bool)
-    starts_b[first_bytes(dfa_b)] = True
-    sel = np.flatnonzero(starts_b[trie.flat[trie.row_start[rows] + k]])
-    rows, k = rows[sel], k[sel]
-    tokens = trie.row_ids[rows[suffixes_alive(trie, dfa_b, rows, k)]]
-    return _one_set(tokens, trie, sparse_limit)
+    return _one_set(_continuing_in(dfa_b, *state_accepts(trie, dfa_a, q), trie), trie, sparse_limit)
 
 
 def state_deep_set(
@@ -301,8 +306,5 @@ def state_deep_set(
     if not any(s.count for s in splits):
         return TokenSet.empty(trie.vocab_size)
     rows, k = state_accepts(trie, dfa_a, q)
-    has_lexeme = _lexeme_starts(splits, trie)
-    sel = trie.row_len[rows] >= k + 2
-    rows, k = rows[sel], k[sel]
-    tokens = trie.row_ids[rows[has_lexeme[trie.row_start[rows] + k]]]
-    return _one_set(tokens, trie, sparse_limit)
+    longer = trie.row_len[rows] >= k + 2  # DEEP needs a whole lexeme and more after the split
+    return _one_set(_lexeme_after(splits, rows[longer], k[longer], trie), trie, sparse_limit)

@@ -1,4 +1,4 @@
-"""Bounded memo tables for the runtime: a server runs for weeks, so nothing here grows without limit.
+"""Bounded memo tables: a server runs for weeks, so nothing here grows without limit.
 
 ``GenerationalCache`` keeps two generations of at most ``limit`` entries
 each: lookups hit the young generation, then the old one (promoting the
@@ -11,7 +11,9 @@ sharing a cache can at worst recompute an entry.
 """
 from __future__ import annotations
 
-from typing import Any, Hashable
+import threading
+from collections import OrderedDict
+from typing import Any, Callable, Hashable, Optional
 
 
 class GenerationalCache(dict):
@@ -44,3 +46,28 @@ class GenerationalCache(dict):
     def clear(self) -> None:
         dict.clear(self)
         self._old = {}
+
+
+def lru_get(
+    cache: OrderedDict,
+    lock: threading.Lock,
+    key: Hashable,
+    limit: int,
+    build: Callable[[], Any],
+    keep: Optional[Callable[[Any], bool]] = None,
+) -> Any:
+    """``cache[key]``, built by ``build()`` on a miss and kept (unless ``keep`` says no) in ``cache``, an LRU of
+    at most ``limit`` entries guarded by ``lock``. ``build`` runs outside the lock: a lost race builds twice."""
+    with lock:
+        hit = cache.get(key)
+        if hit is not None:
+            cache.move_to_end(key)
+            return hit
+    hit = build()
+    if keep is None or keep(hit):
+        with lock:
+            cache[key] = hit
+            cache.move_to_end(key)
+            while len(cache) > limit:
+                cache.popitem(last=False)
+    return hit
