@@ -622,7 +622,7 @@ KEYS = [
 @pytest.mark.slow
 def test_llama3_converging_dfa_walks(llama3):
     """A ~150-state key-excluding string DFA on Llama-3: the merged walk is taken and
-    agrees with threads + dense blocks and with brute force on a sample."""
+    agrees with threads + level blocks and with brute force on a sample."""
     tokens, _, trie = llama3
     dfa = _key_excluding_string_dfa(KEYS)
     n = dfa.transitions.shape[0]
@@ -648,9 +648,12 @@ def test_llama3_converging_dfa_walks(llama3):
 
 # Walk strategies of ``walk_all_states`` (module knobs of dfa_walk): each must give the same tables.
 WALK_MODES = {
-    "threads": dict(_MERGE=False, _HEAVY_SHARE=2.0, _MIN_DENSE=1),
-    "dense, chunks of 2": dict(_MERGE=False, _HEAVY_SHARE=-1.0, _DENSE_CHUNK=2, _MIN_DENSE=1),
-    "dense": dict(_MERGE=False, _HEAVY_SHARE=-1.0, _MIN_DENSE=1),
+    "threads": dict(_MERGE=False, _HEAVY_SHARE=2.0),
+    "levels, chunks of 2": dict(_MERGE=False, _HEAVY_SHARE=-1.0, _LEVEL_CHUNK=2),
+    "levels": dict(_MERGE=False, _HEAVY_SHARE=-1.0),
+    # level blocks to the end, and level blocks that turn into threads after the first depth
+    "levels, never threads": dict(_MERGE=False, _HEAVY_SHARE=-1.0, _LEVEL_SPARSE=0),
+    "levels, threads at once": dict(_MERGE=False, _HEAVY_SHARE=-1.0, _LEVEL_SPARSE=10**9),
     # merged entries, children found by entry, INSIDE as bitsets
     "merged by entry": dict(_MERGE=True, _NODE_SCAN=0, _SMALL_WALK=0),
     # merged entries, children found by scanning the next depth, INSIDE as pairs
@@ -658,7 +661,7 @@ WALK_MODES = {
     "merged, 70 origins per walk": dict(_MERGE=True, _MERGE_CHUNK=70, _SMALL_WALK=0),
     # by cost (small vocabularies make small walks: without _MERGE_MIN_COST merging is judged)
     "by cost": dict(_MERGE_MIN_COST=0),
-    "by cost, all origins heavy": dict(_HEAVY_SHARE=-1.0, _MIN_DENSE=1, _MERGE_MIN_COST=0),
+    "by cost, all origins heavy": dict(_HEAVY_SHARE=-1.0, _MERGE_MIN_COST=0),
     "never merged": dict(_MERGE=False),
     "auto": {},
 }
@@ -697,7 +700,7 @@ def assert_walk_modes_agree(trie: TokenTrie, dfa) -> tuple:
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(dfas(), vocabs)
 def test_walk_modes_agree(dfa, tokens):
-    """Threads, dense blocks (also in chunks of 2), merged entries: the same tables."""
+    """Threads, level blocks (in chunks of 2, to the end, turning into threads at once), merged entries: the same tables."""
     trie = TokenTrie.from_vocab(vocab_of(tokens))
     inside, _ = assert_walk_modes_agree(trie, dfa)
     for q, s in enumerate(inside):

@@ -8,9 +8,9 @@
   as *merged* entries (node, current state, bitset of start states), one per
   distinct (node, state), so the cost follows the trie, not the state count.
   Others (counters such as ``x{0,40}``, which never converge) walk start
-  states that most tokens can enter as dense ``[live nodes, states]`` blocks
-  and the rest as sparse threads (node, state, origin). A subtree is dropped
-  as soon as it is dead for all.
+  states that most tokens can enter as level blocks ``[every node of a
+  depth, states]`` while most cells live and as sparse threads (node, state,
+  origin) after; the other states as threads from the start. A subtree is dropped as soon as it is dead for all.
 * :func:`state_inside_tokens` and :func:`state_accepts` serve one state
   alone (the few states a grammar reaches): down the trie (:func:`walk_state`),
   or, from a state most tokens enter, by running the DFA over all tokens at
@@ -168,14 +168,14 @@ def _padded(dfa: DFALike) -> tuple[np.ndarray, np.ndarray]:
     return lru_get(_padded_tables, _lock, dfa.fingerprint, _WALK_CACHE_SIZE, build)
 
 
-_DENSE_CHUNK = 128  # origin states per dense walk (bounds its [nodes, states] arrays)
+_LEVEL_CHUNK = 128  # origin states per level walk (bounds its [nodes, origins] blocks)
 _HEAVY_SHARE = 0.2  # an origin is "heavy" if its first byte fits this share of tokens
-_MIN_DENSE = 8  # fewer heavy origins walk faster as threads (less work per depth)
 # Costs of the walks, in units of one sparse thread (node, origin) step, to
-# choose between merging and dense blocks + threads (measured on Llama-3).
+# choose between merging and level blocks + threads (measured on Llama-3).
 _MERGE_ENTRY_COST = 1.0  # one merged (node, state) entry, plus:
 _MERGE_WORD_COST = 0.15  # each 64-origin word of its bitset
-_DENSE_CELL_COST = 0.15  # one cell of a dense [nodes, origins] block
+_LEVEL_CELL_COST = 0.15  # one cell of a level block [nodes, origins]
+_LEVEL_SPARSE = 4  # level walks go on as threads once under 1/this of their cells live
 _NODE_SCAN = 2  # merged walks scan the next depth's nodes if entries have > 1/this of them as children
 _MERGE_CHUNK = 1024  # origins per merged walk (bounds its bitsets to 16 words)
 _SMALL_WALK = 1 << 14  # merged walks with at most these many entries give INSIDE as pairs
@@ -190,34 +190,29 @@ def walk_all_states(trie: TokenTrie, dfa: DFALike, inside: bool = True) -> WalkR
 
     First as merged entries (:func:`_walk_merged`); if, over the first
     :data:`_MERGE_PROBE_DEPTH` bytes, that costs more than the other way
-    would, the walk starts over: origins that most tokens can start from
-    (``[^"]`` inside a string, the count states of ``x{0,40}``) as dense
-    ``[nodes, origins]`` blocks, the rest (escape and UTF-8 continuation
-    states, the state before an opening quote) as sparse threads.
+    would, the walk starts over: origins that
+    most tokens can start from (``[^"]`` inside a string, the count states
+    of ``x{0,40}``) as level blocks (:func:`_walk_levels`), the rest (escape
+    and UTF-8 continuation states, the state before an opening quote) as
+    sparse threads.
     """
     flat_t, acc = _padded(dfa)
-    heavy = _heavy_states(trie, dfa)
+    heavy = _heavy(trie, np.asarray(dfa.transitions))
     if _MERGE is not False:
         merged = _walk_all_merged(trie, flat_t, acc, heavy, inside)
         if merged is not None:
             return merged
     in_q, in_t, ev_n, ev_q = _walk_threads(trie, flat_t, acc, np.flatnonzero(~heavy).astype(np.int32), inside)
     nodes, states, blocks = [ev_n], [ev_q], []
-    for lo in range(0, int(heavy.sum()), _DENSE_CHUNK):
-        origins = np.flatnonzero(heavy)[lo : lo + _DENSE_CHUNK].astype(np.int32)
-        bits, node, state = _walk_dense(trie, flat_t, acc, origins, inside)
+    for lo in range(0, int(np.count_nonzero(heavy)), _LEVEL_CHUNK):
+        origins = np.flatnonzero(heavy)[lo : lo + _LEVEL_CHUNK].astype(np.int32)
+        bits, node, state = _walk_levels(trie, flat_t, acc, origins, inside)
         nodes.append(node)
         states.append(state)
         if inside:
             blocks.append((origins, bits))
     events = AcceptEvents.from_pairs(trie, np.concatenate(nodes), np.concatenate(states))
     return WalkResult(in_q.astype(np.int64), in_t.astype(np.int64), events, tuple(blocks))
-
-
-def _heavy_states(trie: TokenTrie, dfa: DFALike) -> np.ndarray:
-    """``bool [n]``: states whose live first bytes start a large share of the tokens."""
-    heavy = _heavy(trie, np.asarray(dfa.transitions))
-    return heavy if heavy.sum() >= _MIN_DENSE else np.zeros_like(heavy)
 
 
 def _heavy(trie: TokenTrie, transitions: np.ndarray) -> np.ndarray:
@@ -239,19 +234,25 @@ def _rows_by_first_byte(trie: TokenTrie) -> np.ndarray:
 
 
 def _walk_threads(
-    trie: TokenTrie, flat_t: np.ndarray, acc: np.ndarray, origins: np.ndarray, inside: bool
+    trie: TokenTrie, flat_t: np.ndarray, acc: np.ndarray, origins: np.ndarray, inside: bool,
+    start: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Sparse threads (node, state, origin), one depth per step.
+    """Sparse threads (node, state, origin), one depth per step: from the root in each of ``origins``, or
+    from the threads ``start = (node, state)`` (``origins`` then gives each one's origin).
 
-    Returns INSIDE (origin, token) pairs and event (node, origin) pairs.
+    Returns INSIDE (origin, token) pairs and event (node, origin) pairs found below the start.
     """
     nodes: list[np.ndarray] = []
     states: list[np.ndarray] = []
     froms: list[np.ndarray] = []
-    state, origin = origins.copy(), origins
-    first = np.full(origins.shape[0], trie.first_child[0], dtype=np.int32)  # children of each thread's node
-    count = np.full(origins.shape[0], trie.n_children[0], dtype=np.int32)
-    while True:
+    if start is None:
+        state, origin = origins.copy(), origins
+        first = np.full(origins.shape[0], trie.first_child[0], dtype=np.int32)  # children of each thread's node
+        count = np.full(origins.shape[0], trie.n_children[0], dtype=np.int32)
+    else:
+        state, origin = start[1], origins
+        first, count = trie.first_child[start[0]], trie.n_children[start[0]]
+    while origin.size:
         owner, node = _expand32(first, count)
         nxt = flat_t[state[owner] * 256 + trie.node_byte[node]]
         live = np.flatnonzero(nxt >= 0)
@@ -268,64 +269,74 @@ def _walk_threads(
     return in_q, in_t, node[hit], origin[hit]
 
 
-def _walk_dense(
+def _walk_levels(
     trie: TokenTrie, flat_t: np.ndarray, acc: np.ndarray, origins: np.ndarray, inside: bool
 ) -> tuple[np.ndarray | None, np.ndarray, np.ndarray]:
-    """All of ``origins`` at once on a ``[live nodes, live origins]`` state block.
+    """All of ``origins`` at once on ``[nodes of one depth, origins]`` state blocks, then as threads.
+
+    While most cells live (a string body, ``[a-z]*``), every node of a depth
+    takes its parent's states in one gather: no per-node child expansion, no
+    compaction. Once under 1/:data:`_LEVEL_SPARSE` of the cells live, the
+    live ones go on as sparse threads (:func:`_walk_threads`).
 
     Returns INSIDE as ``uint32 [len(origins), ceil(V / 32)]`` bitsets (these
-    states admit many tokens, so bitsets beat pair lists) and the event
-    (node, state) pairs (None instead of bitsets without ``inside``).
+    states admit many tokens, so bitsets beat pair lists; None without
+    ``inside``) and the event (node, origin) pairs.
     """
-    # states are kept pre-multiplied by 256 (dead = -256, which indexes the dead row)
-    table = np.where(flat_t >= 0, flat_t * 256, -256).astype(np.int32)
+    table = np.where(flat_t >= 0, flat_t * 256, -256).astype(np.int32)  # pre-multiplied; dead = -256
     acc256 = np.zeros(table.shape[0], dtype=bool)
     acc256[::256] = acc
     h = origins.shape[0]
-    # token-major (row writes), padded to whole bytes so the rows pack as one flat array
-    by_token = np.zeros((trie.vocab_size if inside else 0, -(-h // 8) * 8), dtype=bool)
+    parent, end_ptr, end_local, end_tokens = _levels(trie)
+    by_token = np.zeros((trie.vocab_size if inside else 0, -(-h // 8)), dtype=np.uint8)  # bit i: origin i
     ev_n: list[np.ndarray] = []
     ev_q: list[np.ndarray] = []
-    block = origins[None, :] * 256  # states at the root
-    col = np.arange(h)  # origin index of each block column
-    node = np.zeros(1, dtype=np.int32)
-    while True:
-        owner, node = _expand32(trie.first_child[node], trie.n_children[node])
-        idx = block[owner]
-        idx += trie.node_byte[node][:, None]
-        block = table[idx]
+    block = (origins * 256)[None, :]  # the root's states
+    for depth in range(1, trie.max_len + 1):
+        lo, hi = int(trie.depth_start[depth]), int(trie.depth_start[depth + 1])
+        block = table[block[parent[lo:hi]] + trie.node_byte[lo:hi, None]]
         alive = block >= 0
-        rows = np.flatnonzero(alive.any(axis=1))
-        if rows.size == 0:
+        n_live = int(np.count_nonzero(alive))
+        if not n_live:
             break
-        if rows.size < node.shape[0]:
-            block, node, alive = block[rows], node[rows], alive[rows]
-        keep = alive.any(axis=0)
-        if not keep.all():
-            block, alive, col = block[:, keep], alive[:, keep], col[keep]
         if inside:
-            ends = np.flatnonzero(trie.node_nterm[node])
-            hit = alive[ends]
-            if trie.max_nterm <= 1:
-                tokens = trie.row_ids[trie.node_lo[node[ends]]]
-            else:
-                owner, rows = _expand32(trie.node_lo[node[ends]], trie.node_nterm[node[ends]])
-                tokens, hit = trie.row_ids[rows], hit[owner]
-            if col.shape[0] == h:
-                by_token[tokens, :h] = hit
-            else:
-                by_token[tokens[:, None], col[None, :]] = hit
-        hits = acc256[block]
-        if hits.any():
-            i, j = np.nonzero(hits)
-            ok = trie.node_passes[node[i]]
-            ev_n.append(node[i[ok]])
-            ev_q.append(origins[col[j[ok]]])
+            ends = end_local[end_ptr[depth]:end_ptr[depth + 1]]
+            _put_rows(by_token, end_tokens[end_ptr[depth]:end_ptr[depth + 1]],
+                      np.packbits(alive[ends], axis=1, bitorder="little"))
+        i, j = np.nonzero(acc256[block] & trie.node_passes[lo:hi, None])
+        ev_n.append(i.astype(np.int32) + np.int32(lo))
+        ev_q.append(origins[j])
+        if n_live * _LEVEL_SPARSE < alive.size and depth < trie.max_len:
+            i, j = np.nonzero(alive)
+            node = i.astype(np.int32) + np.int32(lo)
+            in_q, in_t, n, q = _walk_threads(trie, flat_t, acc, j, inside, (node, block[i, j] // 256))
+            if inside and in_t.size:
+                np.bitwise_or.at(by_token, (in_t, in_q >> 3), np.left_shift(1, in_q & 7).astype(np.uint8))
+            ev_n.append(n)
+            ev_q.append(origins[q])
+            break
     if not inside:
         return None, _cat(ev_n), _cat(ev_q)
-    packed = np.packbits(by_token.reshape(-1), bitorder="little").reshape(by_token.shape[0], -1)
-    bits = _rows_of_token_bits(packed, h)
-    return bits, _cat(ev_n), _cat(ev_q)
+    return _rows_of_token_bits(by_token, h), _cat(ev_n), _cat(ev_q)
+
+
+def _levels(trie: TokenTrie) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """What :func:`_walk_levels` reads per depth (memoized per trie): each node's parent numbered within its
+    depth, ``int32 [N]``; and the tokens ending at each depth, ``end_local[end_ptr[d]:end_ptr[d + 1]]`` (their
+    nodes, numbered within depth ``d``) with ``end_tokens`` (their ids), one entry per token."""
+    def build() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        depth = trie.node_depth
+        first = trie.depth_start[np.maximum(depth - 1, 0)]
+        parent = ((trie.child_key >> 8) - first).astype(np.int32)
+        parent[0] = 0
+        ends = np.flatnonzero(trie.node_nterm).astype(np.int32)
+        owner, rows = _expand32(trie.node_lo[ends], trie.node_nterm[ends])
+        ends = ends[owner]
+        end_ptr = np.searchsorted(ends, trie.depth_start).astype(np.int64)
+        end_local = (ends - trie.depth_start[trie.node_depth[ends]]).astype(np.int32)
+        return tuple(_frozen(x) for x in (parent, end_ptr, end_local, trie.row_ids[rows].astype(np.int64)))
+
+    return lru_get(_level_cache, _lock, trie.fingerprint, _TRIE_CACHE_SIZE, build)
 
 
 def _walk_all_merged(
@@ -373,9 +384,9 @@ def _walk_merged(
     ceil(V / 32)]`` bitsets (None without ``inside``); then the event (node,
     origin) pairs.
 
-    Given ``heavy`` (bool per origin: would walk dense), it gives up and
+    Given ``heavy`` (bool per origin: would walk in level blocks), it gives up and
     returns None as soon as, up to depth :data:`_MERGE_PROBE_DEPTH`, its
-    entries cost more than dense blocks of the heavy origins plus threads of
+    entries cost more than level blocks of the heavy origins plus threads of
     the others (walks that do not converge, such as the count states of
     ``x{0,40}``), or those cost less than :data:`_MERGE_MIN_COST` pro rata (a
     small walk, where the merged walk's overheads dominate). Depth 1 is
@@ -386,7 +397,7 @@ def _walk_merged(
     stride = flat_t.shape[0] // 256  # > every state, the dead row included
     if heavy is not None:
         entry_cost = _MERGE_ENTRY_COST + _MERGE_WORD_COST * words
-        dense_cost = _DENSE_CELL_COST * int(np.count_nonzero(heavy))
+        level_cost = _LEVEL_CELL_COST * int(np.count_nonzero(heavy))
         # _MERGE_MIN_COST by the probe depth, in proportion to the nodes up to each depth
         small_walk = _MERGE_MIN_COST / max(1, int(trie.depth_start[min(_MERGE_PROBE_DEPTH, trie.max_len) + 1]) - 1)
         # depth 1 from the transition table alone: a small or non-converging walk stops here
@@ -395,7 +406,7 @@ def _walk_merged(
         alive = step >= 0
         step = np.sort(np.where(alive, step, -1), axis=0)
         n_entries = np.count_nonzero((step[1:] != step[:-1]) & (step[1:] >= 0)) + np.count_nonzero(step[:1] >= 0)
-        other1 = dense_cost * np.count_nonzero(alive.any(axis=0)) + np.count_nonzero(alive[~heavy])
+        other1 = level_cost * np.count_nonzero(alive.any(axis=0)) + np.count_nonzero(alive[~heavy])
         if entry_cost * n_entries > other1 or other1 < small_walk * first.shape[0]:
             return None
     dead = np.int32(stride - 1)
@@ -466,7 +477,7 @@ def _walk_merged(
         if heavy is not None and depth <= _MERGE_PROBE_DEPTH:
             cost_merged += entry_cost * node.shape[0]
             n_nodes = node.shape[0] if heads is None else heads.shape[0]
-            cost_other += dense_cost * n_nodes + int(np.bitwise_count(bits & light).sum())
+            cost_other += level_cost * n_nodes + int(np.bitwise_count(bits & light).sum())
             if cost_merged > cost_other or cost_other < small_walk * (trie.depth_start[depth + 1] - 1):
                 return None
         if inside:
@@ -691,6 +702,7 @@ _state_walks: "OrderedDict[tuple[str, str, int], tuple[np.ndarray, np.ndarray, n
 _TRIE_CACHE_SIZE = 8  # vocabularies whose row orders and first-byte counts are kept
 _by_length: "OrderedDict[str, tuple[np.ndarray, np.ndarray, list[int]]]" = OrderedDict()
 _first_byte_rows: "OrderedDict[str, np.ndarray]" = OrderedDict()
+_level_cache: "OrderedDict[str, np.ndarray]" = OrderedDict()
 _padded_tables: "OrderedDict[str, tuple[np.ndarray, np.ndarray]]" = OrderedDict()
 _lock = threading.Lock()
 
