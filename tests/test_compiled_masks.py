@@ -378,6 +378,36 @@ def test_candidate_check_equals_stepping_each_token_alone(vocab, which, seed):
 
 
 @settings(max_examples=25, deadline=None)
+@given(vocab=vocabularies(), which=st.integers(0, 4), seed=st.integers(0, 2**16), per_state=st.booleans())
+def test_deep_tables_that_walk_their_followers_match_reference(vocab, which, seed, per_state):
+    """With no follower's lexemes tabulated (every DEEP table walks from the positions it asks,
+    ``LexemeWalk``), whole tables or one state at a time: masks equal the reference walk's, and every DEEP
+    table equals the one computed from tabulated lexemes."""
+    from kbnf_gpu.compile import grammar_tables, table_cache, tables
+
+    def no_table(*args):
+        raise AssertionError("a follower's lexemes were tabulated")
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(tables, "SPLITS_MAX_STARTS", -1)
+        patch.setattr(table_cache, "lexeme_splits", no_table)
+        patch.setattr(grammar_tables, "_DEFAULT_CACHES", {})  # tables computed here, not found from earlier tests
+        if per_state:
+            patch.setattr(grammar_tables, "PER_STATE_MIN", 1)
+            patch.setattr(grammar_tables, "has_heavy_state", lambda trie, dfa: True)
+        compiled = compile_ir(small_grammars()[which], vocab)
+        assert walk_and_compare(compiled, random.Random(seed), walks=3, steps=10)
+        walked = compiled.tables.build_all()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(grammar_tables, "_DEFAULT_CACHES", {})
+        tabulated = compile_ir(small_grammars()[which], vocab).tables.build_all()
+    assert sorted(walked.deep) == sorted(tabulated.deep)
+    for key in tabulated.deep:
+        got = [walked.store.get(r).to_ids().tolist() for r in walked.deep[key].resolved()]
+        assert got == [tabulated.store.get(r).to_ids().tolist() for r in tabulated.deep[key].resolved()], key
+
+
+@settings(max_examples=25, deadline=None)
 @given(vocab=vocabularies(), which=st.integers(0, 4), seed=st.integers(0, 2**16))
 def test_tables_computed_state_by_state_match_reference(vocab, which, seed):
     """With every non-literal DFA taken as large, tables are computed one state at a time on first read

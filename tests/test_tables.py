@@ -17,6 +17,7 @@ from kbnf_gpu.compile.row_store import EMPTY_REF, RowStore
 from kbnf_gpu.compile.table_cache import PackedSets, TableCache, decode_table, encode_table, table_key
 from kbnf_gpu.compile.tables import (
     LexemeSplits,
+    LexemeWalk,
     cross_sets,
     deep_sets,
     inside_of_walk,
@@ -214,15 +215,30 @@ def test_lexeme_splits_match_definition(b, tokens):
     assert got == want
     keys = splits.keys(1000)
     assert (np.diff(keys) > 0).all()
+    # asked position by position (what a DEEP table does for a follower it does not tabulate)
+    trie = TokenTrie.from_vocab(vocab_of(tokens))
+    positions = np.arange(trie.flat.shape[0], dtype=np.int64)[::-1]  # any order
+    rows = trie.flat_row[positions]
+    asked = {(int(trie.row_ids[r]), int(p - trie.row_start[r]))
+             for r, p, hit in zip(rows, positions, dfa_walk.lexemes_start_at(trie, b, positions)) if hit}
+    assert asked == want
+    assert dfa_walk.lexeme_start_count(trie, b) >= len({p for p in splits.flat_positions(trie).tolist()})
+
+
+def lexeme_variants(bs: list, vocab) -> list[list]:
+    """The followers' HASLEX as tables, as walks per DEEP table, and mixed."""
+    return [[lexeme_splits(b, vocab) for b in bs], [LexemeWalk(b) for b in bs],
+            [LexemeWalk(b) if i % 2 else lexeme_splits(b, vocab) for i, b in enumerate(bs)]]
 
 
 @FAST
 @given(dfas(), st.lists(dfas(max_states=4), max_size=2), vocabs)
 def test_deep_matches_definition(a, bs, tokens):
     vocab = vocab_of(tokens)
-    sets = deep_sets(a, [lexeme_splits(b, vocab) for b in bs], vocab, sparse_limit=3)
-    for q, s in enumerate(sets):
-        assert ids(s) == brute_deep(a, bs, tokens, q)
+    for lexemes in lexeme_variants(bs, vocab):
+        sets = deep_sets(a, lexemes, vocab, sparse_limit=3)
+        for q, s in enumerate(sets):
+            assert ids(s) == brute_deep(a, bs, tokens, q)
 
 
 @FAST
@@ -243,6 +259,8 @@ def test_one_state_tables_match_definition_and_the_whole_tables(a, b, tokens):
                 assert [ids(s) for s in one] == [brute_inside(a, tokens, q), brute_cross(a, b, tokens, q),
                                                  brute_deep(a, [b], tokens, q)]
                 assert [(ids(s), s.is_dense) for s in one] == [(ids(t[q]), t[q].is_dense) for t in whole]
+                walked = state_deep_set(a, q, [LexemeWalk(b)], vocab, 3)
+                assert (ids(walked), walked.is_dense) == (ids(whole[2][q]), whole[2][q].is_dense)
 
 
 @FAST
@@ -255,8 +273,8 @@ def test_tables_at_the_start_of_a_literal_trie_match_definition(strings, b, toke
     trie_dfa = literal_trie(strings)
     assert ids(prefix_set(strings, vocab, sparse_limit=3)) == brute_inside(trie_dfa, tokens, 0)
     assert ids(rest_cross_set(strings, b, vocab, sparse_limit=3)) == brute_cross(trie_dfa, b, tokens, 0)
-    assert ids(rest_deep_set(strings, [lexeme_splits(b, vocab)], vocab, sparse_limit=3)) == \
-        brute_deep(trie_dfa, [b], tokens, 0)
+    for lexemes in lexeme_variants([b], vocab):
+        assert ids(rest_deep_set(strings, lexemes, vocab, sparse_limit=3)) == brute_deep(trie_dfa, [b], tokens, 0)
 
 
 @st.composite
@@ -436,6 +454,26 @@ def test_table_cache_memory_and_disk(tmp_path):
     assert broken.inside(a, vocab) == first[0] and broken.cross(a, b, vocab) == first[1]
     assert broken.splits(b, vocab) == first[2] and broken.deep(a, [b], vocab) == first[3]
     assert broken.misses == 4 and broken.disk_hits == 0
+
+
+def test_table_cache_tabulates_lexemes_only_of_followers_that_start_at_few_positions(monkeypatch):
+    """``TableCache.lexemes``: a splits table (cached, shared by the DEEP tables) for a follower whose first
+    bytes start few positions of the vocabulary; a walk per DEEP table beyond ``SPLITS_MAX_STARTS``. The DEEP
+    table is the same either way."""
+    from kbnf_gpu.compile import tables
+
+    vocab, a, b = string_and_brace()
+    trie = TokenTrie.from_vocab(vocab)
+    starts = dfa_walk.lexeme_start_count(trie, a)  # a '"' with 1 byte or more after it: b'"a', b'""{' twice
+    assert starts == 3
+    cache = TableCache(None, sparse_limit=1)
+    monkeypatch.setattr(tables, "SPLITS_MAX_STARTS", starts)
+    assert isinstance(cache.lexemes(a, trie), LexemeSplits)
+    tabulated = cache.deep(b, [a], trie)
+    monkeypatch.setattr(tables, "SPLITS_MAX_STARTS", starts - 1)
+    walked = TableCache(None, sparse_limit=1)
+    assert isinstance(walked.lexemes(a, trie), LexemeWalk) and walked.misses == 0
+    assert walked.deep(b, [a], trie) == tabulated and walked.misses == 1  # the DEEP table alone
 
 
 def test_table_cache_keeps_one_state_sets_in_memory_only(tmp_path):

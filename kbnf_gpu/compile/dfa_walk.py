@@ -19,8 +19,9 @@
   DFA that is a single string (one transition per state): the tokens alive
   from position ``i`` are the prefixes of ``lit[i:]``, found along the trie
   path of ``lit[i:]``.
-* :func:`suffixes_alive` and :func:`lexeme_ends` walk a DFA from its start
-  state over token suffixes, on the trie's flat byte array.
+* :func:`suffixes_alive`, :func:`lexeme_ends` and :func:`lexemes_start_at`
+  walk a DFA from its start state over token suffixes, on the trie's flat
+  byte array.
 """
 from __future__ import annotations
 
@@ -670,28 +671,58 @@ def suffixes_alive(
 def lexeme_ends(trie: TokenTrie, dfa: DFALike) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(row, k, flat position) where a non-empty lexeme of ``dfa`` starts at byte
     ``k`` of the row's token and ends strictly before the token's end; sorted."""
+    origin = _lexeme_origins(trie, dfa)
+    hits = np.sort(origin[_lexeme_found(trie, dfa, origin)])
+    rows = trie.flat_row[hits].astype(np.int64)
+    return rows, hits - trie.row_start[rows], hits
+
+
+def lexemes_start_at(trie: TokenTrie, dfa: DFALike, positions: np.ndarray) -> np.ndarray:
+    """``bool`` per flat position: does a non-empty lexeme of ``dfa`` start there and end strictly before its
+    token's end (:func:`lexeme_ends`, asked at these positions alone)?"""
+    positions = np.asarray(positions, dtype=np.int64)
+    rows = trie.flat_row[positions]
+    taken = np.zeros(256, dtype=bool)
+    taken[first_bytes(dfa)] = True
+    asked = np.flatnonzero(taken[trie.flat[positions]] & (positions <= trie.row_start[rows] + trie.row_len[rows] - 2))
+    out = np.zeros(positions.shape[0], dtype=bool)
+    out[asked[_lexeme_found(trie, dfa, positions[asked])]] = True
+    return out
+
+
+def lexeme_start_count(trie: TokenTrie, dfa: DFALike) -> int:
+    """How many flat positions :func:`lexeme_ends` walks from (at least 2 bytes left, a first byte the DFA
+    takes): its cost, read off the trie's index of positions by byte."""
+    first = first_bytes(dfa)
+    return int((trie.split_ptr[first + 1] - trie.split_ptr[first]).sum())
+
+
+def _lexeme_origins(trie: TokenTrie, dfa: DFALike) -> np.ndarray:
+    """Flat positions with at least 2 bytes left whose byte ``dfa`` takes first (int64)."""
+    first = first_bytes(dfa)
+    _, origin = expand_ranges(trie.split_ptr[first], trie.split_ptr[first + 1] - trie.split_ptr[first])
+    return trie.split_pos[origin].astype(np.int64)
+
+
+def _lexeme_found(trie: TokenTrie, dfa: DFALike, origin: np.ndarray) -> np.ndarray:
+    """``bool`` per origin (flat positions with at least 2 bytes left): does the DFA, run from its start there,
+    accept before the token's last byte?"""
     flat_t, acc = _padded(dfa)
     flat = trie.flat
-    first = first_bytes(dfa)
-    # start positions with >= 2 bytes left whose first byte the DFA takes
-    _, origin = expand_ranges(trie.split_ptr[first], trie.split_ptr[first + 1] - trie.split_ptr[first])
-    origin = trie.split_pos[origin].astype(np.int64)
     rows = trie.flat_row[origin]
     end = trie.row_start[rows] + trie.row_len[rows]
+    found = np.zeros(origin.shape[0], dtype=bool)
+    idx = np.arange(origin.shape[0])
     state = np.zeros(origin.shape[0], dtype=np.int32)
     pos = origin.copy()
-    found = []
-    while origin.size:
+    while idx.size:
         state = flat_t[state * 256 + flat[pos]]
         pos = pos + 1
         hit = acc[state]  # pos < end holds for every candidate still here
-        if hit.any():
-            found.append(origin[hit])
+        found[idx[hit]] = True
         keep = ~hit & (state >= 0) & (pos < end - 1)
-        origin, state, pos, end = origin[keep], state[keep], pos[keep], end[keep]
-    hits = np.sort(np.concatenate(found)) if found else np.zeros(0, np.int64)
-    rows = trie.flat_row[hits].astype(np.int64)
-    return rows, hits - trie.row_start[rows], hits
+        idx, state, pos, end = idx[keep], state[keep], pos[keep], end[keep]
+    return found
 
 
 _WALK_CACHE_SIZE = 64

@@ -313,7 +313,7 @@ class GrammarTables:
             cache, trie, limit = self.cache, self.trie, self.cache.sparse_limit
             refs = [self.store.add(prefix_set(rests, trie, limit))]
             refs += [self.store.add(rest_cross_set(rests, b, trie, limit)) for b in targets]
-            deep = [self.store.add(rest_deep_set(rests, [cache.splits(b, trie)], trie, limit)) for b in targets]
+            deep = [self.store.add(rest_deep_set(rests, [cache.lexemes(b, trie)], trie, limit)) for b in targets]
             hit = self._groups.put(key, (refs, deep))
         return hit
 

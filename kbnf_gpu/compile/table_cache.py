@@ -22,7 +22,9 @@ import numpy as np
 
 from .dfa_walk import DFALike
 from .tables import (
+    Lexemes,
     LexemeSplits,
+    LexemeWalk,
     as_trie,
     cross_sets,
     deep_sets,
@@ -31,6 +33,7 @@ from .tables import (
     state_cross_set,
     state_deep_set,
     state_inside_set,
+    tabulates_lexemes,
 )
 from .token_sets import DEFAULT_SPARSE_LIMIT, TokenSet, words_for
 from .token_trie import TokenTrie, VocabularyLike
@@ -106,6 +109,11 @@ class TableCache:
     def splits(self, dfa_b: DFALike, vocab: VocabularyLike | TokenTrie) -> LexemeSplits:
         return self._get("splits", vocab, (dfa_b,), lambda trie: lexeme_splits(dfa_b, trie))
 
+    def lexemes(self, dfa_b: DFALike, vocab: VocabularyLike | TokenTrie) -> Lexemes:
+        """``HASLEX_b`` as DEEP tables read it: the cached splits table, or a walk per DEEP table for a DFA
+        whose lexemes may start almost anywhere (:func:`~.tables.tabulates_lexemes`)."""
+        return self.splits(dfa_b, vocab) if tabulates_lexemes(dfa_b, vocab) else LexemeWalk(dfa_b)
+
     def deep(
         self, dfa_a: DFALike, followers: Sequence[DFALike], vocab: VocabularyLike | TokenTrie
     ) -> "PackedSets":
@@ -116,7 +124,7 @@ class TableCache:
             vocab,
             (dfa_a, *(b for _, b in followers)),
             lambda trie: deep_sets(
-                dfa_a, [self.splits(b, trie) for _, b in followers], trie, self.sparse_limit
+                dfa_a, [self.lexemes(b, trie) for _, b in followers], trie, self.sparse_limit
             ),
         )
 
@@ -143,7 +151,7 @@ class TableCache:
         followers = [b for _, b in sorted({b.fingerprint: b for b in followers}.items())]
         return self._one_state(
             "deep", (dfa_a, *followers), q, vocab, lambda: self.deep(dfa_a, followers, vocab),
-            lambda trie: state_deep_set(dfa_a, q, [self.splits(b, trie) for b in followers], trie,
+            lambda trie: state_deep_set(dfa_a, q, [self.lexemes(b, trie) for b in followers], trie,
                                         self.sparse_limit))
 
     def _one_state(

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Union
 
 import numpy as np
 
@@ -27,6 +28,8 @@ from .dfa_walk import (
     expand_ranges,
     first_bytes,
     lexeme_ends,
+    lexeme_start_count,
+    lexemes_start_at,
     state_accepts,
     state_inside_tokens,
     suffixes_alive,
@@ -58,19 +61,28 @@ def _continuing_in(dfa_b: DFALike, rows: np.ndarray, k: np.ndarray, trie: TokenT
     return trie.row_ids[rows[suffixes_alive(trie, dfa_b, rows, k)]]
 
 
-def _lexeme_after(splits: Sequence[LexemeSplits], rows: np.ndarray, k: np.ndarray, trie: TokenTrie) -> np.ndarray:
-    """Token ids of the rows in which a lexeme of one of the splits' DFAs starts at byte ``k`` (DEEP of
+def _lexeme_after(lexemes: Sequence[Lexemes], rows: np.ndarray, k: np.ndarray, trie: TokenTrie) -> np.ndarray:
+    """Token ids of the rows in which a lexeme of one of the DFAs of ``lexemes`` starts at byte ``k`` (DEEP of
     candidates that complete ``a`` after ``k`` bytes)."""
-    return trie.row_ids[rows[_lexeme_starts(splits, trie)[trie.row_start[rows] + k]]]
+    return trie.row_ids[rows[_lexeme_at(lexemes, trie.row_start[rows] + k, trie)]]
 
 
-def _lexeme_starts(splits: Sequence[LexemeSplits], trie: TokenTrie) -> np.ndarray:
-    """``bool``, by position in ``trie.flat``: does a lexeme of one of the splits' DFAs start there (and end
-    strictly inside the token)?"""
-    has_lexeme = np.zeros(trie.flat.shape[0], dtype=bool)
-    for split in splits:
-        has_lexeme[split.flat_positions(trie)] = True
-    return has_lexeme
+def _lexeme_at(lexemes: Sequence[Lexemes], positions: np.ndarray, trie: TokenTrie) -> np.ndarray:
+    """``bool`` per position in ``trie.flat``: does a lexeme of one of the DFAs start there (and end strictly
+    inside the token)? Tabulated ones are read off one union of their tables; the others walk from the
+    positions asked."""
+    tabulated = [x for x in lexemes if isinstance(x, LexemeSplits)]
+    found = np.zeros(positions.shape[0], dtype=bool)
+    if tabulated:
+        has_lexeme = np.zeros(trie.flat.shape[0], dtype=bool)
+        for split in tabulated:
+            has_lexeme[split.flat_positions(trie)] = True
+        found = has_lexeme[positions]
+    for lexeme in lexemes:
+        if isinstance(lexeme, LexemeWalk):
+            open_ = np.flatnonzero(~found)
+            found[open_[lexemes_start_at(trie, lexeme.dfa, positions[open_])]] = True
+    return found
 
 
 def inside_sets(
@@ -137,12 +149,12 @@ def rest_cross_set(
 
 
 def rest_deep_set(
-    strings: Sequence[bytes], splits: Sequence["LexemeSplits"], vocab: VocabularyLike | TokenTrie,
+    strings: Sequence[bytes], lexemes: Sequence["Lexemes"], vocab: VocabularyLike | TokenTrie,
     sparse_limit: int = DEFAULT_SPARSE_LIMIT,
 ) -> TokenSet:
-    """``DEEP[a; B]`` at the start of ``a``, the trie of ``strings``, B given by its splits."""
+    """``DEEP[a; B]`` at the start of ``a``, the trie of ``strings``, B given by its :data:`Lexemes`."""
     trie = as_trie(vocab)
-    return _one_set(_lexeme_after(splits, *_completions(strings, trie, 2), trie), trie, sparse_limit)
+    return _one_set(_lexeme_after(lexemes, *_completions(strings, trie, 2), trie), trie, sparse_limit)
 
 
 def sets_from_bitsets(
@@ -210,6 +222,10 @@ class LexemeSplits:
     def count(self) -> int:
         return int(self.token_ids.shape[0])
 
+    @property
+    def empty(self) -> bool:
+        return self.count == 0
+
     def flat_positions(self, trie: TokenTrie) -> np.ndarray:
         """Positions in ``trie.flat`` of the pairs (memoized per trie)."""
         pos = self._positions.get(trie.fingerprint)
@@ -235,6 +251,27 @@ class LexemeSplits:
     __hash__ = None  # type: ignore[assignment]
 
 
+@dataclass(frozen=True, eq=False)
+class LexemeWalk:
+    """``HASLEX_b`` of a DFA whose lexemes may start at most positions of the vocabulary (a string body with
+    length bounds or a pattern): not tabulated, since the table would walk from every one of those positions,
+    while a DEEP table asks only where its own terminal ends. Each DEEP table walks from the positions it asks."""
+
+    dfa: DFALike
+    empty = False  # unknown until asked
+
+
+Lexemes = Union[LexemeSplits, LexemeWalk]  # HASLEX_b, as DEEP tables read it
+SPLITS_MAX_STARTS = 1 << 17  # a follower whose lexemes may start at more positions is a LexemeWalk
+
+
+def tabulates_lexemes(dfa_b: DFALike, vocab: VocabularyLike | TokenTrie) -> bool:
+    """Is ``HASLEX_b`` kept as a :class:`LexemeSplits` table (shared by every DEEP table with follower ``b``)
+    rather than walked per DEEP table (:class:`LexemeWalk`)? Yes unless its lexemes may start at more than
+    :data:`SPLITS_MAX_STARTS` positions of the vocabulary (the table's cost: ~80 ms at 600,000 on Llama-3)."""
+    return lexeme_start_count(as_trie(vocab), dfa_b) <= SPLITS_MAX_STARTS
+
+
 def lexeme_splits(dfa_b: DFALike, vocab: VocabularyLike | TokenTrie) -> LexemeSplits:
     """``HASLEX_b``: where a non-empty lexeme of ``dfa_b`` starts and ends strictly inside a token."""
     trie = as_trie(vocab)
@@ -252,26 +289,25 @@ def lexeme_splits(dfa_b: DFALike, vocab: VocabularyLike | TokenTrie) -> LexemeSp
 
 def deep_sets(
     dfa_a: DFALike,
-    splits: Sequence[LexemeSplits],
+    lexemes: Sequence[Lexemes],
     vocab: VocabularyLike | TokenTrie,
     sparse_limit: int = DEFAULT_SPARSE_LIMIT,
 ) -> tuple[TokenSet, ...]:
-    """``DEEP[a; B][q]`` for every state ``q`` of ``dfa_a``, B given by its splits."""
+    """``DEEP[a; B][q]`` for every state ``q`` of ``dfa_a``, B given by its :data:`Lexemes`."""
     trie = as_trie(vocab)
     n = _n_states(dfa_a)
-    if not any(s.count for s in splits):
+    if all(x.empty for x in lexemes):
         return tuple(TokenSet.empty(trie.vocab_size) for _ in range(n))
-    states, tokens = _deep_pairs(accept_events(trie, dfa_a), splits, trie)
+    states, tokens = _deep_pairs(accept_events(trie, dfa_a), lexemes, trie)
     return sets_from_pairs(states, tokens, n, trie.vocab_size, sparse_limit)
 
 
 def _deep_pairs(
-    events: AcceptEvents, splits: Sequence[LexemeSplits], trie: TokenTrie
+    events: AcceptEvents, lexemes: Sequence[Lexemes], trie: TokenTrie
 ) -> tuple[np.ndarray, np.ndarray]:
     """(state, token) of DEEP from ``a``'s accept events."""
-    has_lexeme = _lexeme_starts(splits, trie)
     ev, rows = events.candidates(trie, min_rest=2)
-    ok = has_lexeme[trie.row_start[rows] + events.depth[ev]]
+    ok = _lexeme_at(lexemes, trie.row_start[rows] + events.depth[ev], trie)
     owner, states = events.expand_states(ev[ok])
     return states, trie.row_ids[rows[ok][owner]]
 
@@ -298,13 +334,13 @@ def state_cross_set(
 
 
 def state_deep_set(
-    dfa_a: DFALike, q: int, splits: Sequence[LexemeSplits], vocab: VocabularyLike | TokenTrie,
+    dfa_a: DFALike, q: int, lexemes: Sequence[Lexemes], vocab: VocabularyLike | TokenTrie,
     sparse_limit: int = DEFAULT_SPARSE_LIMIT,
 ) -> TokenSet:
     """``DEEP[a; B][q]`` alone (equal to ``deep_sets(...)[q]``)."""
     trie = as_trie(vocab)
-    if not any(s.count for s in splits):
+    if all(x.empty for x in lexemes):
         return TokenSet.empty(trie.vocab_size)
     rows, k = state_accepts(trie, dfa_a, q)
     longer = trie.row_len[rows] >= k + 2  # DEEP needs a whole lexeme and more after the split
-    return _one_set(_lexeme_after(splits, rows[longer], k[longer], trie), trie, sparse_limit)
+    return _one_set(_lexeme_after(lexemes, rows[longer], k[longer], trie), trie, sparse_limit)
