@@ -56,10 +56,13 @@ class Budget:
 _CURRENT: ContextVar[Budget | None] = ContextVar("kbnf_gpu_budget", default=None)
 
 
+_DEFAULT_CONFIG = CompileConfig()  # frozen: shared by the budgets opened outside a compilation
+
+
 def current_budget() -> Budget:
     """The budget of the compilation in progress; outside one, a fresh budget with the default limits."""
     budget = _CURRENT.get()
-    return budget if budget is not None else Budget(CompileConfig())
+    return budget if budget is not None else Budget(_DEFAULT_CONFIG)
 
 
 @contextmanager
@@ -69,7 +72,7 @@ def compile_budget(config: CompileConfig | None = None) -> Iterator[Budget]:
     if outer is not None:
         yield outer
         return
-    budget = Budget(config or CompileConfig())
+    budget = Budget(config or _DEFAULT_CONFIG)
     token = _CURRENT.set(budget)
     try:
         with _collector_paused(budget.config.pause_gc):

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from . import ir
 from .automata import ByteDFA, build_dfa, dfa_concat, dfa_literal, dfa_literal_union, dfa_repeat, dfa_union
-from .budget import current_budget
+from .budget import compile_budget, current_budget
 from .errors import DFATooLarge, GrammarError
 
 AUGMENTED_START = "<start>"
@@ -662,8 +662,14 @@ def _singleton_sccs_postorder(by_lhs: dict[int, list[tuple[int, ...]]]) -> list[
 
 
 def normalize(grammar: ir.Grammar, config: NormalizeConfig | None = None) -> BnfGrammar:
-    """Desugar, build DFAs, clean up and fuse; the result is ready for the Earley parser."""
-    config = config or NormalizeConfig()
+    """Desugar, build DFAs, clean up and fuse; the result is ready for the Earley parser.
+
+    Runs under the compilation's budget, or, called on its own, under one budget of the default limits."""
+    with compile_budget():
+        return _normalized(grammar, config or NormalizeConfig())
+
+
+def _normalized(grammar: ir.Grammar, config: NormalizeConfig) -> BnfGrammar:
     b = _Builder(grammar, config)
     b.build()
     start = b.index[AUGMENTED_START]

@@ -201,3 +201,18 @@ def test_composite_nodes_keep_their_hash_but_never_pickle_it():
     back = pickle.loads(pickle.dumps(body))
     assert "_hash" not in back.__dict__ and back == body and hash(back) == first
     assert "_hash" not in copy.deepcopy(term).__dict__
+
+
+def test_normalize_on_its_own_runs_under_one_budget(monkeypatch):
+    """Called outside a compilation, ``normalize`` opens one budget for its whole run, so its time budget
+    holds (a budget per step would restart the clock and the tick count at every terminal: never expiring)."""
+    from kbnf_gpu import budget
+    from kbnf_gpu.config import CompileConfig
+    from kbnf_gpu.errors import CompileBudgetExceeded
+
+    words = [ir.Terminal(ir.Literal(f"w{i}".encode())) for i in range(600)]  # 600 terminals: ticks past 256
+    grammar = ir.Grammar(rules=(ir.Rule("s", ir.Choice(tuple(words))),), start="s", syntax="test")
+    assert len(normalize(grammar, NormalizeConfig(fuse=False)).terminals) == 600
+    monkeypatch.setattr(budget, "_DEFAULT_CONFIG", CompileConfig(time_budget_s=1e-9))
+    with pytest.raises(CompileBudgetExceeded, match="time_budget_s"):
+        normalize(grammar, NormalizeConfig(fuse=False))
