@@ -377,6 +377,26 @@ def test_candidate_check_equals_stepping_each_token_alone(vocab, which, seed):
         matcher.accept_token(int(rng.choice(allowed)))
 
 
+def test_large_dfas_whose_states_start_on_many_tokens_get_tables_state_by_state(monkeypatch):
+    """``GrammarTables._sets``: one state at a time for a large DFA with a heavy state, or (without one) whose
+    states together start on more than ``WIDE_WALK`` vocabularies' worth of tokens; else the whole table."""
+    from kbnf_gpu.compile import dfa_walk, grammar_tables
+
+    vocab = Vocabulary({i: bytes([c]) for i, c in enumerate(b"ab-")}, size=3)
+    counted = ir.Grammar(rules=(ir.Rule("s", ir.Repetition(pat("[ab]"), 3, 3)),), start="s", syntax="test")
+    monkeypatch.setattr(grammar_tables, "PER_STATE_MIN", 1)
+    monkeypatch.setattr(dfa_walk, "_HEAVY_SHARE", 2.0)  # no state is heavy
+    tables = compile_ir(counted, vocab, fuse=True).tables
+    dfa = max(tables.grammar.dfas, key=lambda d: d.n_states)
+    width = dfa_walk.walk_width(tables.trie, dfa)  # 3 states starting on 'a' and 'b': 2 of 3 tokens each
+    assert width == pytest.approx(2.0)
+    for wide_walk, by_state in ((1.9, True), (2.0, False)):
+        monkeypatch.setattr(grammar_tables, "WIDE_WALK", wide_walk)
+        tables = compile_ir(counted, vocab, fuse=True).tables
+        t = tables.grammar.dfas.index(dfa)
+        assert isinstance(tables.inside_refs(t)._sets, grammar_tables.StateRows) == by_state
+
+
 @settings(max_examples=25, deadline=None)
 @given(vocab=vocabularies(), which=st.integers(0, 4), seed=st.integers(0, 2**16), per_state=st.booleans())
 def test_deep_tables_that_walk_their_followers_match_reference(vocab, which, seed, per_state):

@@ -511,6 +511,31 @@ def test_table_cache_computes_a_table_whole_after_enough_single_states(monkeypat
     assert cache.misses == misses
 
 
+def test_table_cache_keeps_states_of_a_dfa_without_heavy_states_one_by_one(monkeypatch):
+    """No ski rental for a DFA without a state most tokens enter: its whole walk is threads from every state,
+    the cost of all its states' own walks, so however many states are read, none is read off a whole table."""
+    from kbnf_gpu.compile import table_cache
+
+    monkeypatch.setattr(table_cache, "STATE_READS", 3)
+    monkeypatch.setattr(dfa_walk, "_HEAVY_SHARE", 2.0)  # no state is heavy
+    vocab = vocab_of([b"a", b"ab", b"ba", b"abab", b"b", b"aab"])
+    counter = make_dfa(8, {**{(i, 97): i + 1 for i in range(7)}, **{(i, 98): i + 1 for i in range(7)}}, [7])
+    cache = TableCache(sparse_limit=1)
+    assert [cache.inside_state(counter, q, vocab) for q in range(8)] == list(inside_sets(counter, vocab, 1))
+    assert len(cache) == 8 and cache.misses == 8  # eight single states, never the whole table
+
+
+@FAST
+@given(dfas(), vocabs)
+def test_walk_width_counts_the_tokens_each_state_can_start_on(dfa, tokens):
+    """Per state, the tokens whose first two bytes (one, for a one-byte token) the DFA takes from there;
+    summed over the states, in vocabularies."""
+    trie = TokenTrie.from_vocab(vocab_of(tokens))
+    rows = [t for t in tokens if t]
+    want = sum(sum(1 for t in rows if run(dfa, q, t[:2]) >= 0) for q in range(dfa.transitions.shape[0]))
+    assert dfa_walk.walk_width(trie, dfa) == pytest.approx(want / len(rows) if rows else 0.0)
+
+
 def test_encode_decode_round_trip():
     sets = (TokenSet.from_ids([1, 2], 40), TokenSet.from_ids(range(30), 40, sparse_limit=3), TokenSet.empty(40))
     blob = encode_table(sets)

@@ -37,7 +37,7 @@ from ..automata.dfa import ByteDFA
 from ..errors import DFATooLarge
 from ..normalize import BnfGrammar
 from ..runtime.caches import GenerationalCache
-from .dfa_walk import chain_literal, has_heavy_state
+from .dfa_walk import chain_literal, has_heavy_state, walk_width
 from .row_store import RowStore
 from .tables import prefix_set, rest_cross_set, rest_deep_set
 from .table_cache import TableCache
@@ -53,6 +53,7 @@ _DEFAULT_CACHES: dict[tuple[str | None, int], TableCache] = {}
 GROUP_MIN = 8  # literal followers without pair tables yet, from which on they get one table together
 GROUP_TABLES = 1 << 10  # follower-group tables kept per grammar (each is one row reference per state of ``t``)
 PER_STATE_MIN = 128  # DFAs from this many states, with a state most tokens enter, get tables state by state
+WIDE_WALK = 4.0  # ... and so do those whose states start on more tokens than this many vocabularies
 
 
 class StateRows:
@@ -363,9 +364,10 @@ class GrammarTables:
     def _sets(self, dfa: ByteDFA, whole: Callable[[], Sequence[TokenSet]],
               one: Callable[[int], TokenSet]) -> Sequence[TokenSet]:
         """A table's sets: state by state on first read (``StateRows``) for a large DFA with states most tokens
-        enter, whose whole table costs hundreds of milliseconds; else the whole table at once (a small DFA's
-        walk of all its states costs about what a few states' own walks do, a large one's without such states
-        tens of milliseconds, and either leaves every state cached for later grammars)."""
+        enter, or whose states together start on many vocabularies' worth of tokens (``[a-z]{200}``): its
+        whole table costs hundreds of milliseconds; else the whole table at once (a small DFA's walk of all its
+        states costs about what a few states' own walks do, a large one's without such states tens of
+        milliseconds, and either leaves every state cached for later grammars)."""
         if dfa.n_states >= PER_STATE_MIN and self._by_state(dfa):
             return StateRows(dfa.n_states, one, whole)
         return whole()
@@ -373,8 +375,8 @@ class GrammarTables:
     def _by_state(self, dfa: ByteDFA) -> bool:
         found = self._state_by_state.get(dfa.fingerprint)
         if found is None:
-            found = self._state_by_state[dfa.fingerprint] = (
-                has_heavy_state(self.trie, dfa) and chain_literal(dfa) is None)
+            found = self._state_by_state[dfa.fingerprint] = chain_literal(dfa) is None and (
+                has_heavy_state(self.trie, dfa) or walk_width(self.trie, dfa) > WIDE_WALK)
         return found
 
     def build_all(self, progress: Callable[[str, int, int], None] | None = None) -> "GrammarTables":

@@ -20,7 +20,7 @@ from typing import TypeVar, Union
 
 import numpy as np
 
-from .dfa_walk import DFALike
+from .dfa_walk import DFALike, has_heavy_state
 from .tables import (
     Lexemes,
     LexemeSplits,
@@ -132,7 +132,9 @@ class TableCache:
     # One state's set is kept in memory only: it is cheap to recompute, and a file per state would litter the
     # directory. A table whose states this process has computed ``STATE_READS`` times one by one is computed
     # whole (a DFA that recurs across grammars: one walk of every state then costs less than going on), so
-    # state-by-state costs at most that many single walks more than the whole table would have.
+    # state-by-state costs at most that many single walks more than the whole table would have. Not so a DFA
+    # without a state most tokens enter (``[a-z]{200}``): its whole walk is threads from every state, what
+    # every state's own walk costs together, so its states stay one by one.
 
     def inside_state(self, dfa: DFALike, q: int, vocab: VocabularyLike | TokenTrie) -> TokenSet:
         """``inside(dfa, vocab)[q]``, computed for ``q`` alone (or read off the whole table)."""
@@ -173,7 +175,7 @@ class TableCache:
                 self._state_reads[table_id] = reads + 1
         if table is not None:
             return table[q]
-        if hit is None and reads >= STATE_READS:
+        if hit is None and reads >= STATE_READS and has_heavy_state(as_trie(vocab), dfas[0]):
             return whole()[q]
         return self._get(kind, vocab, dfas, lambda trie: (one(trie),), persist=False, state=q)[0]
 
