@@ -4,7 +4,7 @@ Random ``minimum``/``maximum``/``exclusive*`` bounds (either may be absent) and 
 numbers: signs, leading ``0.``, trailing zeros, ``e``/``E``, ``+``/``-``/no sign, exponent leading zeros,
 ``-0``. A spelling with an exponent in -10..10 (or none) is complete exactly when ``jsonschema`` says the
 value is valid; beyond that window the grammar may refuse valid spellings (a regular language cannot match
-them all) but never accepts an invalid one. Digits are few enough (<= 15 significant in all) that binary
+them all) but never accepts an invalid one, and accepts every tiny value as a binary float prints it. Digits are few enough (<= 15 significant in all) that binary
 floats order the values as decimals do.
 """
 from __future__ import annotations
@@ -78,6 +78,32 @@ def test_number_bounds_every_spelling(lo: Any, hi: Any, lo_excl: bool, hi_excl: 
             assert got == valid, (schema, text, got, valid)
         else:
             assert valid or not got, (schema, text)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+@given(lo=bound, hi=bound, lo_excl=st.booleans(), hi_excl=st.booleans(),
+       values=st.lists(st.tuples(st.floats(1, 9.999), st.integers(-307, -11), st.booleans()), min_size=1, max_size=20))
+def test_tiny_floats_as_python_prints_them(lo: Any, hi: Any, lo_excl: bool, hi_excl: bool, values: list) -> None:
+    """Values below 10**-10 as binary floats print them (``-8.904049132147245e-26``: one digit before the
+    point, an exponent past the window): accepted exactly when valid, under any bounds (the smallest
+    non-zero bound drawn here is far above them, so a valid one lies in a range that reaches 0)."""
+    schema: dict[str, Any] = {"type": "number"}
+    if lo is not None:
+        schema["exclusiveMinimum" if lo_excl else "minimum"] = _json_number(lo)
+    if hi is not None:
+        schema["exclusiveMaximum" if hi_excl else "maximum"] = _json_number(hi)
+    validator = jsonschema.Draft202012Validator(schema)
+    try:
+        parser = EarleyParser(normalize(parse_json_schema(schema)))
+    except ValueError as e:  # an empty range
+        assert "unsatisfiable" in str(e), e
+        return
+    for mantissa, exponent, negative in values:
+        text = repr(float(f"{'-' if negative else ''}{mantissa!r}e{exponent}"))
+        if "e" not in text or float(text) == 0:
+            continue
+        valid = validator.is_valid(json.loads(text))
+        assert (check_parser(parser, text).status == "complete") == valid, (schema, text, valid)
 
 
 def test_examples_of_the_issue() -> None:

@@ -15,7 +15,6 @@ from hypothesis import HealthCheck, given, reject, settings
 from hypothesis import strategies as st
 
 from kbnf_gpu.check import check_parser
-from kbnf_gpu.errors import GrammarError
 from kbnf_gpu.frontends import parse_grammar
 from kbnf_gpu.normalize import normalize
 from kbnf_gpu.runtime.earley import DEAD, EarleyParser
@@ -28,12 +27,12 @@ TERMINALS = ['"a"', '"b"', '"ab"', '"ba"', "'aa'", '#"a*b"', '#"(ab)+"', '#"[ab]
 NAMES = ["s", "x", "y"]
 
 
-def expressions(names: list[str]):
+def expressions(names: list[str], terminals: list[str] = TERMINALS):
     # repetition applies to terminals only: kbnf's engine may not terminate on a
     # repeated nullable group ({[x]}), so the generator stays clear of it; and
-    # never to #substrs (a kbnf bug, pinned below by test_kbnf_bug_optional_substrings)
-    terminal = st.sampled_from(TERMINALS)
-    repeatable = st.sampled_from([t for t in TERMINALS if not t.startswith("#substrs")])
+    # never to #substrs (a kbnf bug)
+    terminal = st.sampled_from(terminals)
+    repeatable = st.sampled_from([t for t in terminals if not t.startswith("#substrs")])
     repeated = st.one_of(terminal, st.tuples(repeatable, st.sampled_from(["?", "*", "+"])).map("".join),
                          repeatable.map(lambda x: f"[{x}]"), repeatable.map(lambda x: f"{{{x}}}"))
     leaf = st.one_of(repeated, st.sampled_from(names))
@@ -49,11 +48,16 @@ def expressions(names: list[str]):
 
 @st.composite
 def grammars(draw) -> str:
+    # one #substrs literal per grammar: kbnf mishandles two different ones (pinned by
+    # test_kbnf_bug_two_substring_literals)
+    substrs = [t for t in TERMINALS if t.startswith("#substrs")]
+    keep = draw(st.sampled_from(substrs))
+    terminals = [t for t in TERMINALS if t not in substrs or t == keep]
     rules = []
     for name in NAMES:
-        body = draw(expressions(NAMES))
+        body = draw(expressions(NAMES, terminals))
         # a terminal alternative keeps every rule productive
-        rules.append(f"{name} ::= {body} | {draw(st.sampled_from(TERMINALS))};")
+        rules.append(f"{name} ::= {body} | {draw(st.sampled_from(terminals))};")
     return "start ::= s '\\x01';\n" + "\n".join(rules)
 
 
@@ -89,12 +93,41 @@ def kbnf_statuses(text: str) -> list[tuple[bool, bool]] | None:
     return result
 
 
+def test_kbnf_bug_two_substring_literals():
+    """kbnf 0.4.2 accepts only the empty string from ``#substrs"abba" | #substrs"ab"`` (each alone is right);
+    ours accepts every substring of either, as the language defines. If kbnf is fixed, the random grammars
+    above may use both literals again."""
+    text = "start ::= s '\\x01';\ns ::= #substrs\"abba\" | #substrs\"ab\";"
+    theirs = kbnf_statuses(text)
+    assert theirs is not None
+    parser = EarleyParser(normalize(parse_grammar(text, "kbnf")))
+    for w, verdict in zip(STRINGS, theirs):
+        substring = any(w in x for x in (b"abba", b"ab"))
+        assert check_parser(parser, w + b"\x01").complete == substring, w
+        assert verdict == ((True, True) if w == b"" else (False, False)), w  # the oracle's bug
+
+
+def test_kbnf_bug_right_recursion_through_two_rules():
+    """kbnf 0.4.2 finds ``aaa`` incomplete in ``s ::= x "a" | "a"; x ::= "a" s | "a"``, whose language is
+    ``a`` repeated once or more; ours completes every such string (a disagreement random grammars meet)."""
+    text = "start ::= s '\\x01';\ns ::= x \"a\" | \"a\";\nx ::= \"a\" s | \"a\";"
+    theirs = kbnf_statuses(text)
+    assert theirs is not None
+    parser = EarleyParser(normalize(parse_grammar(text, "kbnf")))
+    for w, verdict in zip(STRINGS, theirs):
+        assert check_parser(parser, w + b"\x01").complete == (len(w) >= 1 and set(w) == {ord("a")}), w
+    assert theirs[STRINGS.index(b"aaa")] == (True, False)  # the oracle's bug
+
+
 def test_random_kbnf_grammars_agree_with_kbnf():
-    """Random KBNF grammars: our verdicts equal kbnf's on every short string; the oracle answers on most."""
+    """Random KBNF grammars: our verdicts equal kbnf's on every short string; the oracle answers on most.
+
+    Derandomized: the oracle has bugs of its own (two pinned above), so a fresh draw in every CI run could
+    meet another; these grammars are the same in every run."""
     hangs: list[str] = []
     compared: list[str] = []
 
-    @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
     @given(grammars())
     def agree(text):
         theirs = kbnf_statuses(text)

@@ -13,7 +13,8 @@ Everything here is ASCII, so code-point ``CharClass`` ranges equal bytes.
   exponent is admitted only where it provably stays inside the bounds (see
   ``magnitude_range``), e.g. everything for ``minimum: 0``: not every
   spelling with a large exponent can be matched by a regular language
-  (``1`` followed by k zeros then ``e-k`` is 1 for every k). Comparison is exact in decimal; a validator
+  (``1`` followed by k zeros then ``e-k`` is 1 for every k), and tiny values
+  as floats print them (``-8.9e-26``) wherever the range reaches 0. Comparison is exact in decimal; a validator
   that parses into binary floats may still round a number with more than ~15
   significant digits onto an exclusive bound.
 """
@@ -379,7 +380,11 @@ def magnitude_range(a: Decimal, a_excl: bool, b: Optional[Decimal], b_excl: bool
     there is no upper bound (the value is at least its mantissa), ``e <= 0``
     when the lower bound is an inclusive 0 (the value is at most its mantissa),
     and for an exclusive 0 lower bound negative exponents down to -307 after a
-    mantissa with a non-zero leading digit (no float underflow to 0.0).
+    mantissa with a non-zero leading digit (no float underflow to 0.0). Under
+    an upper bound, a 0 lower bound also admits the tiny values as binary
+    floats print them (``8.9e-26``, ``-8.9e-26`` for the negative side of a
+    range around 0): one non-zero digit before the point and an exponent from
+    -11 to -307, below ``10**-10``.
     """
     plain = _plain_magnitude(a, a_excl, b, b_excl)
     if plain is None:
@@ -391,8 +396,11 @@ def magnitude_range(a: Decimal, a_excl: bool, b: Optional[Decimal], b_excl: bool
             exp = seq(plain, EXPONENT)
         elif a == 0:
             exp = alt(exp, seq(NZ_MANTISSA, NEG_EXPONENT_307))
-    elif a == 0 and not a_excl:
-        exp = seq(plain, NONPOS_EXPONENT)
+    elif a == 0:
+        if not a_excl:
+            exp = seq(plain, NONPOS_EXPONENT)
+        if b >= BELOW_WINDOW:
+            exp = alt(exp, seq(ONE_DIGIT_MANTISSA, NEG_EXPONENT_PAST_WINDOW))
     return alt(plain, exp)
 
 
@@ -561,6 +569,9 @@ EXPONENT_WINDOW = 10  # exponents -10..10 are exact under any bounds (each a pla
 ZERO = seq(Repeat(lit("-"), 0, 1), lit("0"), Repeat(seq(lit("."), Repeat(lit("0"), 1, None)), 0, 1),
            Repeat(EXPONENT, 0, 1))  # every spelling of zero, -0 and 0e7 included
 NEG_EXPONENT_307 = seq(_E, lit("-"), Repeat(lit("0"), 0, None), natural_range(0, 307))
+NEG_EXPONENT_PAST_WINDOW = seq(_E, lit("-"), Repeat(lit("0"), 0, None), natural_range(EXPONENT_WINDOW + 1, 307))
+ONE_DIGIT_MANTISSA = seq(NZ_DIGIT, Repeat(seq(lit("."), Repeat(DIGIT, 1, None)), 0, 1))  # in [1, 10)
+BELOW_WINDOW = Decimal(10) ** -EXPONENT_WINDOW  # ONE_DIGIT_MANTISSA past the window stays below it
 NUMBER: RegExpr = seq(
     Repeat(lit("-"), 0, 1),
     natural_range(0, None),
