@@ -52,9 +52,9 @@ def _json_number(v: Any) -> Any:
     return float(v) if isinstance(v, Decimal) else v
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
-@given(lo=bound, hi=bound, lo_excl=st.booleans(), hi_excl=st.booleans(), seed=st.integers(0, 2**32 - 1))
-def test_number_bounds_every_spelling(lo: Any, hi: Any, lo_excl: bool, hi_excl: bool, seed: int) -> None:
+def bounded(lo: Any, hi: Any, lo_excl: bool, hi_excl: bool) -> tuple[dict, Any, Optional[EarleyParser]]:
+    """A number schema with these bounds, its ``jsonschema`` validator, and our parser (None: an empty range,
+    which the front end refuses as unsatisfiable)."""
     schema: dict[str, Any] = {"type": "number"}
     if lo is not None:
         schema["exclusiveMinimum" if lo_excl else "minimum"] = _json_number(lo)
@@ -62,11 +62,18 @@ def test_number_bounds_every_spelling(lo: Any, hi: Any, lo_excl: bool, hi_excl: 
         schema["exclusiveMaximum" if hi_excl else "maximum"] = _json_number(hi)
     validator = jsonschema.Draft202012Validator(schema)
     try:
-        bnf = normalize(parse_json_schema(schema))
-    except ValueError as e:  # an empty range: the schema is unsatisfiable
+        return schema, validator, EarleyParser(normalize(parse_json_schema(schema)))
+    except ValueError as e:
         assert "unsatisfiable" in str(e), e
+        return schema, validator, None
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+@given(lo=bound, hi=bound, lo_excl=st.booleans(), hi_excl=st.booleans(), seed=st.integers(0, 2**32 - 1))
+def test_number_bounds_every_spelling(lo: Any, hi: Any, lo_excl: bool, hi_excl: bool, seed: int) -> None:
+    schema, validator, parser = bounded(lo, hi, lo_excl, hi_excl)
+    if parser is None:
         return
-    parser = EarleyParser(bnf)
     rnd = random.Random(seed)
     texts = [spelling(rnd) for _ in range(SPELLINGS_PER_SCHEMA)]
     texts += [(t, e) for t, e in (("1e-9", -9), ("1E+2", 2), ("0.5e1", 1), ("-0.0", None), ("-0", None),
@@ -87,16 +94,8 @@ def test_tiny_floats_as_python_prints_them(lo: Any, hi: Any, lo_excl: bool, hi_e
     """Values below 10**-10 as binary floats print them (``-8.904049132147245e-26``: one digit before the
     point, an exponent past the window): accepted exactly when valid, under any bounds (the smallest
     non-zero bound drawn here is far above them, so a valid one lies in a range that reaches 0)."""
-    schema: dict[str, Any] = {"type": "number"}
-    if lo is not None:
-        schema["exclusiveMinimum" if lo_excl else "minimum"] = _json_number(lo)
-    if hi is not None:
-        schema["exclusiveMaximum" if hi_excl else "maximum"] = _json_number(hi)
-    validator = jsonschema.Draft202012Validator(schema)
-    try:
-        parser = EarleyParser(normalize(parse_json_schema(schema)))
-    except ValueError as e:  # an empty range
-        assert "unsatisfiable" in str(e), e
+    schema, validator, parser = bounded(lo, hi, lo_excl, hi_excl)
+    if parser is None:
         return
     for mantissa, exponent, negative in values:
         text = repr(float(f"{'-' if negative else ''}{mantissa!r}e{exponent}"))
