@@ -205,8 +205,9 @@ def walk_all_states(trie: TokenTrie, dfa: DFALike, inside: bool = True) -> WalkR
             return merged
     in_q, in_t, ev_n, ev_q = _walk_threads(trie, flat_t, acc, np.flatnonzero(~heavy).astype(np.int32), inside)
     nodes, states, blocks = [ev_n], [ev_q], []
-    for lo in range(0, int(np.count_nonzero(heavy)), _LEVEL_CHUNK):
-        origins = np.flatnonzero(heavy)[lo : lo + _LEVEL_CHUNK].astype(np.int32)
+    heavy_origins = np.flatnonzero(heavy).astype(np.int32)
+    for lo in range(0, heavy_origins.shape[0], _LEVEL_CHUNK):
+        origins = heavy_origins[lo : lo + _LEVEL_CHUNK]
         bits, node, state = _walk_levels(trie, flat_t, acc, origins, inside)
         nodes.append(node)
         states.append(state)
@@ -330,9 +331,7 @@ def _levels(trie: TokenTrie) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.nda
         first = trie.depth_start[np.maximum(depth - 1, 0)]
         parent = ((trie.child_key >> 8) - first).astype(np.int32)
         parent[0] = 0
-        ends = np.flatnonzero(trie.node_nterm).astype(np.int32)
-        owner, rows = _expand32(trie.node_lo[ends], trie.node_nterm[ends])
-        ends = ends[owner]
+        ends, rows = _token_ends(trie)
         end_ptr = np.searchsorted(ends, trie.depth_start).astype(np.int64)
         end_local = (ends - trie.depth_start[trie.node_depth[ends]]).astype(np.int32)
         return tuple(_frozen(x) for x in (parent, end_ptr, end_local, trie.row_ids[rows].astype(np.int64)))
@@ -539,19 +538,20 @@ _row_ends: "OrderedDict[str, np.ndarray]" = OrderedDict()
 
 def _row_end_nodes(trie: TokenTrie) -> np.ndarray:
     """``int32 [R]``: the trie node where each row's token ends (memoized per trie)."""
-    with _lock:
-        ends = _row_ends.get(trie.fingerprint)
-    if ends is None:
-        nodes = np.flatnonzero(trie.node_nterm).astype(np.int32)
-        owner, rows = _expand32(trie.node_lo[nodes], trie.node_nterm[nodes])
+    def build() -> np.ndarray:
+        nodes, rows = _token_ends(trie)
         ends = np.zeros(trie.rows, dtype=np.int32)
-        ends[rows] = nodes[owner]
-        ends.setflags(write=False)
-        with _lock:
-            _row_ends[trie.fingerprint] = ends
-            while len(_row_ends) > 4:
-                _row_ends.popitem(last=False)
-    return ends
+        ends[rows] = nodes
+        return _frozen(ends)
+
+    return lru_get(_row_ends, _lock, trie.fingerprint, 4, build)
+
+
+def _token_ends(trie: TokenTrie) -> tuple[np.ndarray, np.ndarray]:
+    """``(node, row)`` of every token's end node, in node order (a node holds several with duplicate tokens)."""
+    nodes = np.flatnonzero(trie.node_nterm).astype(np.int32)
+    owner, rows = _expand32(trie.node_lo[nodes], trie.node_nterm[nodes])
+    return nodes[owner], rows
 
 
 def _rows_of_token_bits(by_token: np.ndarray, h: int) -> np.ndarray:
@@ -642,8 +642,13 @@ def walk_chain(trie: TokenTrie, dfa: DFALike, chain: tuple[bytes, np.ndarray]) -
 
 def first_bytes(dfa: DFALike) -> np.ndarray:
     """Bytes the DFA takes from its start state."""
+    return np.flatnonzero(takes_first(dfa))
+
+
+def takes_first(dfa: DFALike) -> np.ndarray:
+    """``bool [256]``: does the DFA take this byte from its start state?"""
     trans = np.asarray(dfa.transitions)
-    return np.flatnonzero(trans[0] >= 0) if trans.shape[0] else np.zeros(0, np.int64)
+    return trans[0] >= 0 if trans.shape[0] else np.zeros(256, dtype=bool)
 
 
 def suffixes_alive(
@@ -682,9 +687,8 @@ def lexemes_start_at(trie: TokenTrie, dfa: DFALike, positions: np.ndarray) -> np
     token's end (:func:`lexeme_ends`, asked at these positions alone)?"""
     positions = np.asarray(positions, dtype=np.int64)
     rows = trie.flat_row[positions]
-    taken = np.zeros(256, dtype=bool)
-    taken[first_bytes(dfa)] = True
-    asked = np.flatnonzero(taken[trie.flat[positions]] & (positions <= trie.row_start[rows] + trie.row_len[rows] - 2))
+    asked = np.flatnonzero(takes_first(dfa)[trie.flat[positions]]
+                           & (positions <= trie.row_start[rows] + trie.row_len[rows] - 2))
     out = np.zeros(positions.shape[0], dtype=bool)
     out[asked[_lexeme_found(trie, dfa, positions[asked])]] = True
     return out

@@ -33,6 +33,7 @@ from .dfa_walk import (
     state_accepts,
     state_inside_tokens,
     suffixes_alive,
+    takes_first,
     walk,
 )
 from .token_sets import DEFAULT_SPARSE_LIMIT, TokenSet, sets_from_pairs
@@ -54,9 +55,7 @@ def _one_set(tokens: np.ndarray, trie: TokenTrie, sparse_limit: int) -> TokenSet
 def _continuing_in(dfa_b: DFALike, rows: np.ndarray, k: np.ndarray, trie: TokenTrie) -> np.ndarray:
     """Token ids of the rows whose rest after byte ``k`` stays alive in ``dfa_b`` from its start (CROSS of
     candidates that complete ``a`` after ``k`` bytes); rows whose next byte ``b`` cannot take are dropped first."""
-    starts_b = np.zeros(256, dtype=bool)
-    starts_b[first_bytes(dfa_b)] = True
-    sel = np.flatnonzero(starts_b[trie.flat[trie.row_start[rows] + k]])
+    sel = np.flatnonzero(takes_first(dfa_b)[trie.flat[trie.row_start[rows] + k]])
     rows, k = rows[sel], k[sel]
     return trie.row_ids[rows[suffixes_alive(trie, dfa_b, rows, k)]]
 
