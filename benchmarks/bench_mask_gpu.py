@@ -22,6 +22,7 @@ its batch fill on the CPU + one copy + its apply. ``benchmarks/gpu_suite.py``
 runs all of this over several vocabularies and grammars (issue #14).
 
     python benchmarks/bench_mask_gpu.py [--device cuda] [--batch 1,16,128,512] [--out FILE]
+    python benchmarks/bench_mask_gpu.py --prepare-only --batch 1,16,128,1024   # the CPU half alone
 """
 from __future__ import annotations
 
@@ -330,7 +331,6 @@ def end_to_end_rows(ctx: BenchContext, workloads: list[Workload], check: Callabl
     ``forward_us``) computes, as a serving loop does. ``check(logits_before,
     logits_after, matchers)``, if given, verifies our masks.
     """
-    from kbnf_gpu import Matcher
     from kbnf_gpu.batch import apply_prepared, mask_batch, prepare_batch
 
     try:
@@ -347,16 +347,12 @@ def end_to_end_rows(ctx: BenchContext, workloads: list[Workload], check: Callabl
         for B in ctx.batches:
             if ctx.out_of_time(f"e2e {wl.name} B={B}"):
                 break
-            ours_m, xgr_m = [], []
-            for k in positions(B, wl.tokens):
-                m = Matcher(wl.compiled)
-                m.accept_tokens(wl.tokens[:k])
-                ours_m.append(m)
-                if use_xgr:
-                    xm = xgr.GrammarMatcher(wl.xgr_compiled)
-                    for t in wl.tokens[:k]:
-                        assert xm.accept_token(t), "xgrammar rejected a token of the path"
-                    xgr_m.append(xm)
+            ours_m, xgr_m = matchers_along(B, wl), []
+            for k in positions(B, wl.tokens) if use_xgr else ():
+                xm = xgr.GrammarMatcher(wl.xgr_compiled)
+                for t in wl.tokens[:k]:
+                    assert xm.accept_token(t), "xgrammar rejected a token of the path"
+                xgr_m.append(xm)
             W = -(-vocab.size // 32)
             host_bitmask = torch.empty((B, W), dtype=torch.int32, pin_memory=ctx.cuda)
             dev_bitmask = torch.empty((B, W), dtype=torch.int32, device=dev)
@@ -376,8 +372,8 @@ def end_to_end_rows(ctx: BenchContext, workloads: list[Workload], check: Callabl
                 def ours_prepare(i: int) -> None:
                     prepare_batch(ours_m, dev)
 
-                def ours_apply(i: int) -> None:
-                    apply_prepared(logits, prepared)
+                def ours_apply(i: int) -> None:  # as mask_batch launches it: checked on the host, no device sync
+                    apply_prepared(logits, prepared, validate=False)
                     sync(dev)
 
                 def xgr_fill(i: int) -> None:
@@ -441,6 +437,58 @@ def _sleep_cycles(dev: torch.device, seconds: float) -> int:
         sync(dev)
         _CYCLES[dev] = probe / max(time.perf_counter() - t0, 1e-6)
     return int(_CYCLES[dev] * seconds)
+
+
+def schema_workload(vocab, name: str, xgr_compiler=None, config=None) -> Workload:
+    """One of ``bench_schema``'s schemas (compact separators) and the token path of its instance."""
+    from bench_schema import SCHEMAS, instance_text
+    from common import greedy_tokens
+
+    from kbnf_gpu import compile_grammar
+
+    schema = json.dumps(SCHEMAS[name][0])
+    compiled = compile_grammar(schema, vocab, syntax="json_schema", whitespace="compact", config=config)
+    xc = None
+    if xgr_compiler is not None:
+        xc = xgr_compiler.compile_json_schema(schema, any_whitespace=False, separators=(",", ":"))
+    return Workload(f"schema:{name}", compiled, greedy_tokens(vocab, compiled, instance_text(name)), xc)
+
+
+def matchers_along(B: int, wl: Workload) -> list:
+    """B matchers of ``wl``, each at its own position of the token path."""
+    from kbnf_gpu import Matcher
+
+    out = []
+    for k in positions(B, wl.tokens):
+        m = Matcher(wl.compiled)
+        m.accept_tokens(wl.tokens[:k])
+        out.append(m)
+    return out
+
+
+def prepare_rows(ctx: BenchContext, workloads: list[Workload]) -> list[dict]:
+    """The CPU half of a step alone: ``prepare_batch``'s masks → pool slots → one packed index buffer.
+
+    Steady state (every state's mask known). On the CPU the CSR path is forced
+    (``backend="torch"``): the same host work as for a GPU, without the copy.
+    """
+    from kbnf_gpu.batch import prepare_batch
+
+    backend = None if ctx.cuda else "torch"
+    out = []
+    for wl in workloads:
+        for B in ctx.batches:
+            matchers = matchers_along(B, wl)
+            med, low = time_cpu(lambda i: prepare_batch(matchers, ctx.device, backend=backend), ctx.repeats,
+                                ctx.warmup)
+            out.append({"grammar": wl.name, "batch": B, "prepare_us": med * 1e6, "prepare_min_us": low * 1e6,
+                        "per_matcher_us": med * 1e6 / B})
+    print(f"\n# prepare_batch (CPU half), steady state; microseconds per step\n{'grammar':>28} {'B':>5} "
+          f"{'prepare':>9} {'min':>9} {'per matcher':>11}")
+    for r in out:
+        print(f"{r['grammar']:>28} {r['batch']:>5} {r['prepare_us']:>9.1f} {r['prepare_min_us']:>9.1f} "
+              f"{r['per_matcher_us']:>11.2f}")
+    return out
 
 
 def json_workload(vocab, *, with_xgrammar: bool, extra: dict, config=None) -> Workload:
@@ -524,6 +572,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--inner", type=int, default=20, help="GPU calls per timed sample (at most)")
     ap.add_argument("--no-e2e", action="store_true",
                     help="skip the end-to-end JSON section (run when --vocab is Llama-3's 128,256)")
+    ap.add_argument("--prepare-only", action="store_true",
+                    help="time only prepare_batch (the CPU half) for the JSON grammar and two schemas on Llama-3")
     ap.add_argument("--out", default=None, help="JSON path (default benchmarks/out/bench_mask_<device>.json)")
     args = ap.parse_args(argv)
 
@@ -540,10 +590,18 @@ def main(argv: list[str] | None = None) -> int:
     ctx = BenchContext(device=dev, batches=[int(b) for b in args.batch.split(",") if b],
                        dtypes=[d for d in args.dtype.split(",") if d], vocab=args.vocab, repeats=repeats,
                        warmup=warmup, inner=args.inner, copy_bw=bw, backend_note=note)
-    rows = kernel_rows(ctx)
-    print_kernel_table(rows, cuda)
-    e2e = []
-    if args.vocab == 128256 and not args.no_e2e:
+    rows, e2e, prepare = [], [], []
+    if args.prepare_only:
+        from kbnf_gpu import Vocabulary
+
+        vocab = Vocabulary.from_name("llama3")
+        prepare = prepare_rows(ctx, [json_workload(vocab, with_xgrammar=False, extra=ctx.extra),
+                                     *(schema_workload(vocab, name) for name in ("object-12",
+                                                                                 "nested-array-objects"))])
+    else:
+        rows = kernel_rows(ctx)
+        print_kernel_table(rows, cuda)
+    if args.vocab == 128256 and not args.no_e2e and not args.prepare_only:
         from kbnf_gpu import Vocabulary
 
         e2e = end_to_end_rows(ctx, [json_workload(Vocabulary.from_name("llama3"), with_xgrammar=True,
@@ -563,7 +621,7 @@ def main(argv: list[str] | None = None) -> int:
         "triton_interpret": os.environ.get("TRITON_INTERPRET"),
         **ctx.extra,
     }
-    out.write_text(json.dumps({"meta": meta, "results": rows, "end_to_end": e2e}, indent=2))
+    out.write_text(json.dumps({"meta": meta, "results": rows, "end_to_end": e2e, "prepare": prepare}, indent=2))
     print(f"# wrote {out}")
     return 0
 

@@ -178,9 +178,9 @@ def checks_section(rep: Report, device, quick: bool) -> None:
                     assert_bit_equal(again, want)
 
     def store_modes() -> None:
-        shapes = ((16, 1, 2, 2),) if quick else ((32, 2, 1, 0), (64, 4, 2, 0), (16, 1, 1, 2))
-        configs = [TM.LaunchConfig(bw, w, bpp, pps, store) for store in sorted(TM.STORE_MODES)
-                   for bw, w, bpp, pps in shapes]
+        shapes = ((16, 1, 2, 2, 4),) if quick else ((32, 2, 1, 0, 1), (64, 4, 2, 0, 4), (16, 1, 1, 2, 2))
+        configs = [TM.LaunchConfig(bw, w, bpp, pps, store, extra_chunk=16 * rc, row_chunk=rc)
+                   for store in sorted(TM.STORE_MODES) for bw, w, bpp, pps, rc in shapes]
         for seed, V in enumerate([77] if quick else [77, 1000, 151936]):
             b = random_batch(np.random.default_rng(100 + seed), V, 5, 6, use_indices=True, use_skip=True,
                              extra_cols=40)
@@ -350,7 +350,9 @@ def pytest_section(rep: Report, device, budget_s: float) -> None:
     if missing:
         rep.note(f"pytest section skipped: missing {', '.join(missing)}")
         return
-    env = dict(os.environ, TRITON_INTERPRET="0", PYTHONPATH=os.pathsep.join([str(REPO), str(REPO / "tests")]))
+    # Keep the caller's PYTHONPATH: packages carried as wheels may be installed into a --target folder on it.
+    path = [str(REPO), str(REPO / "tests"), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+    env = dict(os.environ, TRITON_INTERPRET="0", PYTHONPATH=os.pathsep.join(path))
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_batch.py"]
     r = _run(cmd, env, budget_s)
     rep.data["pytest"] = {"command": " ".join(cmd), **r}
@@ -480,11 +482,9 @@ def tiny_vocab():
 
 def workloads(rep: Report, reduced: bool, with_xgrammar: bool):
     """The JSON grammar and two JSON Schemas (bench_schema's), compiled for Llama-3 (tiny vocab when reduced)."""
-    from bench_mask_gpu import Workload, json_workload, xgrammar_compiler
-    from bench_schema import SCHEMAS, instance_text
-    from common import greedy_tokens
+    from bench_mask_gpu import json_workload, schema_workload, xgrammar_compiler
 
-    from kbnf_gpu import CompileConfig, Vocabulary, compile_grammar
+    from kbnf_gpu import CompileConfig, Vocabulary
 
     if reduced:
         vocab = tiny_vocab()
@@ -499,14 +499,7 @@ def workloads(rep: Report, reduced: bool, with_xgrammar: bool):
     config = CompileConfig(sparse_limit=8) if reduced else CompileConfig()  # tiny vocab: dense rows too
     out = [json_workload(vocab, with_xgrammar=with_xgrammar, extra=extra, config=config)]
     compiler = xgrammar_compiler(vocab, extra) if with_xgrammar else None
-    for name in ("object-12", "nested-array-objects"):
-        schema = SCHEMAS[name][0]
-        compiled = compile_grammar(json.dumps(schema), vocab, syntax="json_schema", whitespace="compact",
-                                   config=config)
-        xc = None
-        if compiler is not None:
-            xc = compiler.compile_json_schema(json.dumps(schema), any_whitespace=False, separators=(",", ":"))
-        out.append(Workload(f"schema:{name}", compiled, greedy_tokens(vocab, compiled, instance_text(name)), xc))
+    out += [schema_workload(vocab, name, compiler, config) for name in ("object-12", "nested-array-objects")]
     for k, v in extra.items():
         rep.note(f"{k}: {v}")
     return out
@@ -576,16 +569,11 @@ def e2e_section(rep: Report, args, device, copy_bw: float, deadline: float, cfg:
 def _backends_agree(wls, check) -> None:
     import torch
 
-    from bench_mask_gpu import positions
-    from kbnf_gpu import Matcher
+    from bench_mask_gpu import matchers_along
     from kbnf_gpu.batch import mask_batch
 
     for wl in wls:
-        matchers = []
-        for k in positions(5, wl.tokens):
-            m = Matcher(wl.compiled)
-            m.accept_tokens(wl.tokens[:k])
-            matchers.append(m)
+        matchers = matchers_along(5, wl)
         for backend in ("torch", "triton"):
             before = torch.randn(len(matchers), wl.compiled.vocab.size).to(torch.bfloat16)
             after = before.clone()
@@ -599,6 +587,8 @@ def _backends_agree(wls, check) -> None:
 def sweep_section(rep: Report, args, device, copy_bw: float, deadline: float) -> None:
     """Time the Triton mask kernel under each tuning knob setting; best per (B, dtype) at V = 128,256."""
     import torch
+    from dataclasses import replace
+
     from bench_mask_gpu import DTYPES, synthetic_batch, synthetic_table, time_cpu, time_cuda
 
     from kbnf_gpu.kernels import triton_mask as TM
@@ -640,8 +630,12 @@ def sweep_section(rep: Report, args, device, copy_bw: float, deadline: float) ->
     ranked = sorted({TM.LaunchConfig(**{k: r[k] for k in TM.LaunchConfig.__dataclass_fields__})
                      for r in rows if r["us"]}, key=lambda c: sum(r["us"] for r in rows if r["us"] and
                                                                      _same(r, c)))[:3]
-    stage2 = [TM.LaunchConfig(c.block_words, c.num_warps, bpp, pps, c.store) for c in ranked
-              for bpp, pps in ((2, 0), (4, 0), (1, 4), (2, 4))] if cuda else []
+    stage2 = [replace(c, blocks_per_program=bpp, programs_per_sm=pps) for c in ranked
+              for bpp, pps in ((2, 0), (4, 0), (1, 4), (2, 4))]
+    stage2 += [replace(c, extra_chunk=chunk) for c in ranked for chunk in (32, 64)]
+    stage2 += [replace(c, row_chunk=chunk) for c in ranked for chunk in (2, 4)]
+    if not cuda:
+        stage2 = stage2[:: len(stage2) // 2]  # the CPU interpreter: two of them, correctness only
     run(stage2)
     best = {}
     for B, dname in cases:
@@ -651,14 +645,14 @@ def sweep_section(rep: Report, args, device, copy_bw: float, deadline: float) ->
         top = min(mine, key=lambda r: r["us"])
         default = TM.default_launch("mask", B, -(-V // 32))
         dflt = next((r["us"] for r in mine if _same(r, default)), None)
-        best[f"{dname} B={B}"] = {k: top[k] for k in ("block_words", "num_warps", "blocks_per_program",
-                                                      "programs_per_sm", "store", "us")}
+        best[f"{dname} B={B}"] = {k: top[k] for k in (*TM.LaunchConfig.__dataclass_fields__, "us")}
         best[f"{dname} B={B}"]["default_us"] = dflt
     rep.data["sweep_best"] = best
     print("\n# sweep: best launch per case (V = %d), µs; default = current default_launch" % V)
     for case, b in best.items():
         print(f"{case:>14}: {b['us']:8.1f} µs  bw={b['block_words']} warps={b['num_warps']} "
-              f"bpp={b['blocks_per_program']} pps={b['programs_per_sm']} store={b['store']}  "
+              f"bpp={b['blocks_per_program']} pps={b['programs_per_sm']} store={b['store']} "
+              f"extra={b['extra_chunk']} rows={b['row_chunk']}  "
               f"(default {fmt_opt(b['default_us'])})")
 
 

@@ -19,12 +19,16 @@ from .runtime.matcher import Matcher
 
 
 def _gather(matchers: Sequence[Matcher | None], device: torch.device):
-    """Each matcher's mask as device row slots + extra ids (one pool call uploads every missing row)."""
+    """Each matcher's mask as device row slots + extra ids (one pool call uploads every missing row).
+
+    A mask keeps the slots its rows got (``Mask.pool_slots``) until its pool
+    evicts any row, so a batch of known states makes no pool call at all. An
+    eviction may reuse a slot that such a kept list names: then every mask of
+    the batch asks the pool again (all their rows needed, so none is evicted).
+    """
     pool = None
     masks: list = []
     vocab_size = None
-    keys: list[bytes] = []
-    sources: list[tuple] = []  # (compiled, row id) behind each key
     for m in matchers:
         if m is None or m.is_finished():
             masks.append(None)
@@ -35,29 +39,50 @@ def _gather(matchers: Sequence[Matcher | None], device: torch.device):
             pool = RowPool.for_device(device, compiled.words)
         elif compiled.vocab.size != vocab_size:
             raise ValueError("all matchers of a batch must share one vocabulary size")
-        mask = compiled.mask(m.state)
-        row_keys = compiled.row_keys(mask)
-        keys.extend(row_keys)
-        sources.extend((compiled, r) for r in mask.rows.tolist())
-        masks.append(mask)
-    slots = pool.slots(keys, lambda positions: np.stack([sources[i][0].dense_rows[sources[i][1]] for i in positions])
-                       ) if keys else []
+        masks.append((compiled, compiled.mask(m.state)))
+    if pool is not None:
+        epoch = pool.evictions
+        stale = [e for e in masks if e is not None and not _slots_kept(e[1], pool, epoch)]
+        if stale:
+            _ask_pool(pool, stale)
+            if pool.evictions != epoch:
+                _ask_pool(pool, [e for e in masks if e is not None])
     row_lists: list = []
     extra_lists: list = []
     skip: list[bool] = []
-    at = 0
-    for mask in masks:
-        if mask is None:  # finished or unconstrained: leave the row alone
+    for entry in masks:
+        if entry is None:  # finished or unconstrained: leave the row alone
             row_lists.append(())
             extra_lists.append(())
             skip.append(True)
-            continue
-        n = mask.rows.size
-        row_lists.append(slots[at:at + n])
-        at += n
-        extra_lists.append(mask.extras)
-        skip.append(False)
+        else:
+            mask = entry[1]
+            row_lists.append(mask.pool_slots[2])
+            extra_lists.append(mask.extras)
+            skip.append(False)
     return pool, row_lists, extra_lists, skip, vocab_size
+
+
+def _slots_kept(mask, pool: RowPool, epoch: int) -> bool:
+    kept = mask.pool_slots
+    return kept is not None and kept[0] is pool and kept[1] == epoch
+
+
+def _ask_pool(pool: RowPool, entries: list) -> None:
+    """Slots for every row of the masks in ``entries`` (uploading missing rows), kept on each mask."""
+    keys: list[bytes] = []
+    sources: list[tuple] = []  # (compiled, row id) behind each key
+    for compiled, mask in entries:
+        keys.extend(compiled.row_keys(mask))
+        sources.extend((compiled, r) for r in mask.rows.tolist())
+    epoch = pool.evictions  # read first: an eviction during the call (any thread's) leaves the slots unkept
+    slots = pool.slots(keys, lambda positions: np.stack([sources[i][0].dense_rows[sources[i][1]]
+                                                         for i in positions])) if keys else []
+    at = 0
+    for _, mask in entries:
+        n = mask.rows.size
+        mask.pool_slots = (pool, epoch, np.asarray(slots[at:at + n], dtype=np.int64))
+        at += n
 
 
 class PreparedBatch:

@@ -143,6 +143,7 @@ LAUNCHES = st.builds(
     programs_per_sm=st.sampled_from([0, 0, 1]),
     store=st.sampled_from(sorted(TM.STORE_MODES)),
     extra_chunk=st.sampled_from([1, 4, 16]),
+    row_chunk=st.sampled_from([1, 2, 8]),
 )
 
 
@@ -186,6 +187,8 @@ def test_default_launch_is_valid_for_every_size():
             for words in (1, 4008, 8192):
                 cfg = TM.default_launch(kind, n, words)
                 assert cfg == TM.LaunchConfig(**cfg.__dict__)  # re-validates the fields
+    with pytest.raises(ValueError, match="kind"):
+        TM.default_launch("scatter", 1, 4008)
     with pytest.raises(ValueError, match="power of two"):
         TM.LaunchConfig(48, 2)
     with pytest.raises(ValueError, match="store"):
@@ -674,16 +677,18 @@ _AOT_SCRIPT = textwrap.dedent(
     for dt, pack in (("fp32", 4), ("bf16", 8), ("fp16", 8)):
         for mode, code in tm.STORE_MODES.items():
             c = dict(HAS_INDICES=True, HAS_SKIP=True, BLOCK_WORDS=64, BLOCKS_PER_PROGRAM=2, EXTRA_CHUNK=16,
-                     STORE=code, PACK=pack)
+                     ROW_CHUNK=1, STORE=code, PACK=pack)
             stores[f"mask-{dt}-{mode}"] = compile_(tm._mask_logits_kernel, c, 4, dt)
             c = dict(HAS_INDICES=True, BLOCK_WORDS=64, BLOCKS_PER_PROGRAM=2, STORE=code, PACK=pack)
             stores[f"apply-{dt}-{mode}"] = compile_(tm._apply_bitmask_kernel, c, 4, dt)
-    for bw, warps in ((32, 2), (128, 8)):  # the default launch's other shapes, without indices or skip
-        c = dict(HAS_INDICES=False, HAS_SKIP=False, BLOCK_WORDS=bw, BLOCKS_PER_PROGRAM=1, EXTRA_CHUNK=16,
-                 STORE=0, PACK=8)
+    d = tm.default_launch("mask", 1, 4008)  # the default launch, without indices or skip; and row chunks
+    for bw, warps, rc in ((d.block_words, d.num_warps, d.row_chunk), (128, 8, 4)):
+        c = dict(HAS_INDICES=False, HAS_SKIP=False, BLOCK_WORDS=bw, BLOCKS_PER_PROGRAM=1,
+                 EXTRA_CHUNK=d.extra_chunk, ROW_CHUNK=rc, STORE=0, PACK=8)
         stores[f"mask-bf16-masked-{bw}"] = compile_(tm._mask_logits_kernel, c, warps, "bf16")
-        c = dict(HAS_INDICES=True, HAS_SKIP=True, BLOCK_WORDS=bw, BLOCKS_PER_PROGRAM=1, EXTRA_CHUNK=16)
-        compile_(tm._fill_bitmask_kernel, c, max(1, warps // 2))
+        c = dict(HAS_INDICES=True, HAS_SKIP=True, BLOCK_WORDS=bw, BLOCKS_PER_PROGRAM=1, EXTRA_CHUNK=d.extra_chunk,
+                 ROW_CHUNK=rc)
+        compile_(tm._fill_bitmask_kernel, c, warps)
     print(json.dumps(stores))
     """
 )

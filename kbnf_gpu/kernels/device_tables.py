@@ -248,9 +248,12 @@ class CsrBatch:
         return {"indices": self.indices, "skip": self.skip}
 
 
-def _concat(lists: Sequence[IntList], counts: np.ndarray, total: int) -> np.ndarray:
+def _concat(lists: Sequence[IntList], total: int) -> np.ndarray:
+    """The lists end to end as int64; numpy arrays (a state's extra ids) are copied whole, not element by element."""
     if total == 0:
-        return np.zeros(0, dtype=np.int32)
+        return np.zeros(0, dtype=np.int64)
+    if any(isinstance(x, np.ndarray) for x in lists):
+        return np.concatenate([x for x in lists if len(x)]).astype(np.int64, copy=False)
     return np.fromiter(itertools.chain.from_iterable(lists), dtype=np.int64, count=total)
 
 
@@ -280,7 +283,7 @@ def build_csr(
     rc = np.fromiter(map(len, row_lists), dtype=np.int64, count=n)
     ec = np.fromiter(map(len, extra_lists), dtype=np.int64, count=n)
     nnz, ne = int(rc.sum()), int(ec.sum())
-    row_idx = _concat(row_lists, rc, nnz)
+    row_idx = _concat(row_lists, nnz)
     if row_offsets is not None:
         off = np.asarray(row_offsets, dtype=np.int64)
         if off.shape != (n,):
@@ -288,7 +291,7 @@ def build_csr(
         row_idx = row_idx + np.repeat(off, rc)
     if num_rows is not None and nnz and (row_idx.min() < 0 or row_idx.max() >= num_rows):
         raise ValueError(f"row ids must lie in [0, {num_rows}), got [{row_idx.min()}, {row_idx.max()}]")
-    extra_ids = _concat(extra_lists, ec, ne)
+    extra_ids = _concat(extra_lists, ne)
     if ne and (extra_ids.min() < -(1 << 31) or extra_ids.max() >= (1 << 31)):
         raise ValueError("extra token ids must fit in int32")
 

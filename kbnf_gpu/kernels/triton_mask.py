@@ -41,10 +41,13 @@ Tuning knobs (:class:`LaunchConfig`, swept by ``benchmarks/gpu_suite.py --sweep`
     → untouched; none allowed → one 16-byte ``-inf`` store; mixed → 16-byte
     load, select, 16-byte store (what xgrammar's CUDA kernel does).
 * ``extra_chunk``: extra ids compared per step against a tile's words.
+* ``row_chunk``: an entry's row ids read per step; 1 = one row at a time (a
+  dependent id → row load chain per row), k > 1 = k ids and their k row slices
+  loaded together and OR-reduced (independent loads in flight).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import torch
 import triton
@@ -66,9 +69,10 @@ class LaunchConfig:
     programs_per_sm: int = 0
     store: str = "masked"
     extra_chunk: int = 16
+    row_chunk: int = 1
 
     def __post_init__(self) -> None:
-        for name in ("block_words", "num_warps", "blocks_per_program", "extra_chunk"):
+        for name in ("block_words", "num_warps", "blocks_per_program", "extra_chunk", "row_chunk"):
             v = getattr(self, name)
             if not isinstance(v, int) or v < 1 or v & (v - 1):
                 raise ValueError(f"LaunchConfig.{name} must be a power of two >= 1, got {v!r}")
@@ -85,26 +89,22 @@ class LaunchConfig:
 def default_launch(kind: str, n: int, num_words: int) -> LaunchConfig:
     """The launch for ``n`` entries of ``num_words`` words; ``kind`` is "mask", "apply" or "fill".
 
-    Reasoned, not yet measured (``gpu_suite.py --sweep`` measures): 4 programs
-    per SM (132 on an H100) hide the latency of the dependent CSR → row →
-    store chain, so small batches take small tiles (32 words = 1,024 tokens,
-    2 warps); once there are enough tiles, larger ones (64-128 words with
-    ``block_words // 16`` warps: 16 tokens per thread, two 16-byte bf16
-    vectors) cut the per-program CSR overhead. Filling writes 32x fewer bytes
-    per word than masking and takes half the warps. Stores default to
-    ``"masked"``: no logits read on the latency-critical small batches, and for
-    big ones the same DRAM traffic as ``"packed"`` (partially written sectors
-    cost a read-modify-write in DRAM either way).
+    Measured on an H200 (``gpu_suite.py --sweep``, V = 128,256, bf16 and fp32,
+    B = 1 to 1,024, 41 launches): one warp per 32-word tile (1,024 tokens),
+    scalar masked stores and 64 extra ids compared per step were the fastest
+    "mask" launch at every batch size and dtype: B = 1 in 3.8 µs, B = 1,024
+    bf16 in 194 µs (1.5x the read + write floor) against 497 µs for the
+    launch reasoned before (128-word tiles, 8 warps). Wider tiles, more warps,
+    several tiles per program, persistent grids and the "select" and "packed"
+    stores were all slower. "fill" and "apply" take the same launch (the same
+    tile walk, without the stores or without the extra ids).
     """
-    cfg = LaunchConfig(32, 2)
-    for bw in (128, 64):
-        if n * triton.cdiv(num_words, bw) >= 4 * _DEFAULT_SMS:
-            cfg = LaunchConfig(bw, bw // 16)
-            break
-    if kind == "fill":
-        cfg = replace(cfg, num_warps=max(1, cfg.num_warps // 2))
-    return cfg
+    if kind not in ("mask", "apply", "fill"):
+        raise ValueError(f"kind must be 'mask', 'apply' or 'fill', got {kind!r}")
+    return _DEFAULT_LAUNCH
 
+
+_DEFAULT_LAUNCH = LaunchConfig(32, 1, extra_chunk=64)
 
 _SM_COUNT: dict[int, int] = {}
 
@@ -154,7 +154,7 @@ def _slice(ptr_ptr, b, length):
 @triton.jit
 def _entry_words(
     rows_ptr, R, W, row_idx_ptr, r0, r1, extra_ids_ptr, e0, e1, w0, vocab_size,
-    BLOCK_WORDS: tl.constexpr, EXTRA_CHUNK: tl.constexpr,
+    BLOCK_WORDS: tl.constexpr, EXTRA_CHUNK: tl.constexpr, ROW_CHUNK: tl.constexpr,
 ):
     """int32 [BLOCK_WORDS]: OR over words [w0, w0 + BLOCK_WORDS) of rows row_idx[r0:r1] and ids extra_ids[e0:e1].
 
@@ -165,11 +165,22 @@ def _entry_words(
     """
     words = w0 + tl.arange(0, BLOCK_WORDS)
     acc = tl.zeros([BLOCK_WORDS], dtype=tl.int32)
-    for i in range(r0, r1):
-        r = tl.load(row_idx_ptr + i).to(tl.int64)
-        known = (r >= 0) & (r < R)
-        # An unknown row id reads nothing: its word limit becomes 0.
-        acc |= tl.load(rows_ptr + tl.where(known, r, 0) * W + words, mask=words < tl.where(known, W, 0), other=0)
+    # An unknown row id reads nothing: its word limit becomes 0.
+    if ROW_CHUNK == 1:
+        for i in range(r0, r1):
+            r = tl.load(row_idx_ptr + i).to(tl.int64)
+            known = (r >= 0) & (r < R)
+            acc |= tl.load(rows_ptr + tl.where(known, r, 0) * W + words, mask=words < tl.where(known, W, 0),
+                           other=0)
+    else:
+        row_lane = tl.arange(0, ROW_CHUNK)
+        for i in range(r0, r1, ROW_CHUNK):
+            r = tl.load(row_idx_ptr + i + row_lane, mask=i + row_lane < r1, other=-1).to(tl.int64)
+            known = (r >= 0) & (r < R)
+            limit = tl.where(known, W, 0)
+            block = tl.load(rows_ptr + tl.where(known, r, 0)[:, None] * W + words[None, :],
+                            mask=words[None, :] < limit[:, None], other=0)
+            acc |= tl.reduce(block, 0, _bit_or)
     lane = tl.arange(0, EXTRA_CHUNK)
     for j in range(e0, e1, EXTRA_CHUNK):
         ids = tl.load(extra_ids_ptr + j + lane, mask=j + lane < e1, other=-1).to(tl.int64)
@@ -235,6 +246,7 @@ def _mask_logits_kernel(
     indices_ptr, skip_ptr, vocab_size, n_entries, tiles_per_entry,
     HAS_INDICES: tl.constexpr, HAS_SKIP: tl.constexpr,
     BLOCK_WORDS: tl.constexpr, BLOCKS_PER_PROGRAM: tl.constexpr, EXTRA_CHUNK: tl.constexpr,
+    ROW_CHUNK: tl.constexpr,
     STORE: tl.constexpr, PACK: tl.constexpr,
 ):
     for tile in tl.range(tl.program_id(0), n_entries * tiles_per_entry, tl.num_programs(0)):
@@ -249,7 +261,7 @@ def _mask_logits_kernel(
                 w0 = (first + step) * BLOCK_WORDS
                 words = w0 + tl.arange(0, BLOCK_WORDS)
                 acc = _entry_words(rows_ptr, R, W, row_idx_ptr, r0, r1, extra_ids_ptr, e0, e1, w0,
-                                   vocab_size, BLOCK_WORDS, EXTRA_CHUNK)
+                                   vocab_size, BLOCK_WORDS, EXTRA_CHUNK, ROW_CHUNK)
                 acc = _clip_to_vocab(acc, words, vocab_size, BLOCK_WORDS)
                 _store_logits(row_base, acc, words, n_cols, BLOCK_WORDS, STORE, PACK)
 
@@ -262,6 +274,7 @@ def _fill_bitmask_kernel(
     indices_ptr, skip_ptr, vocab_size, n_entries, tiles_per_entry,
     HAS_INDICES: tl.constexpr, HAS_SKIP: tl.constexpr,
     BLOCK_WORDS: tl.constexpr, BLOCKS_PER_PROGRAM: tl.constexpr, EXTRA_CHUNK: tl.constexpr,
+    ROW_CHUNK: tl.constexpr,
 ):
     for tile in tl.range(tl.program_id(0), n_entries * tiles_per_entry, tl.num_programs(0)):
         b = tile // tiles_per_entry
@@ -274,7 +287,7 @@ def _fill_bitmask_kernel(
                 w0 = (first + step) * BLOCK_WORDS
                 words = w0 + tl.arange(0, BLOCK_WORDS)
                 acc = _entry_words(rows_ptr, R, W, row_idx_ptr, r0, r1, extra_ids_ptr, e0, e1, w0,
-                                   vocab_size, BLOCK_WORDS, EXTRA_CHUNK)
+                                   vocab_size, BLOCK_WORDS, EXTRA_CHUNK, ROW_CHUNK)
                 acc = _clip_to_vocab(acc, words, vocab_size, BLOCK_WORDS)
                 tl.store(out_ptr + target * out_stride + words, acc, mask=words < out_words)
 
@@ -341,6 +354,7 @@ def mask_logits(
         vocab_size, n, per_entry,
         HAS_INDICES=indices is not None, HAS_SKIP=skip is not None,
         BLOCK_WORDS=cfg.block_words, BLOCKS_PER_PROGRAM=cfg.blocks_per_program, EXTRA_CHUNK=cfg.extra_chunk,
+        ROW_CHUNK=cfg.row_chunk,
         STORE=STORE_MODES[cfg.store], PACK=_pack(logits),
         num_warps=cfg.num_warps,
     )
@@ -374,6 +388,7 @@ def fill_bitmask(
         vocab_size, n, per_entry,
         HAS_INDICES=indices is not None, HAS_SKIP=skip is not None,
         BLOCK_WORDS=cfg.block_words, BLOCKS_PER_PROGRAM=cfg.blocks_per_program, EXTRA_CHUNK=cfg.extra_chunk,
+        ROW_CHUNK=cfg.row_chunk,
         num_warps=cfg.num_warps,
     )
 

@@ -52,7 +52,7 @@ class Mask:
     packed bitset and the id list are computed on first use and kept here.
     """
 
-    __slots__ = ("rows", "extras", "bits", "ids", "row_keys")
+    __slots__ = ("rows", "extras", "bits", "ids", "row_keys", "pool_slots")
 
     def __init__(self, rows: np.ndarray, extras: np.ndarray) -> None:
         self.rows = rows
@@ -60,6 +60,8 @@ class Mask:
         self.bits: np.ndarray | None = None
         self.ids: np.ndarray | None = None
         self.row_keys: tuple[bytes, ...] | None = None  # content digests of ``rows`` (device pool addresses)
+        # (pool, its eviction count, slots of ``rows``): valid while that pool has evicted nothing since
+        self.pool_slots: tuple | None = None
 
 
 def _union(*id_lists) -> np.ndarray:
