@@ -34,3 +34,19 @@ def test_reduced_suite_passes_its_checks(tmp_path):
     assert {(r["vocab"], r["batch"]) for r in data["kernel"]} == {(100, 1), (100, 4), (1000, 1), (1000, 4)}
     assert data["targets"] == {}  # the #14 targets are judged at GPU sizes only
     assert data["command"].endswith(f"--reduced --out {out}")
+
+
+def test_sweep_runs_on_cpu(tmp_path):
+    """The tuning sweep's CPU form (interpreter, tiny sizes): both stages run, and the best launch per case
+    names every knob, the extra-id and row chunks among them."""
+    out = tmp_path / "sweep.json"
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    env.pop("TRITON_INTERPRET", None)
+    r = subprocess.run([sys.executable, str(REPO / "benchmarks" / "gpu_suite.py"), "--sweep", "--device", "cpu",
+                        "--out", str(out)], env=env, capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert r.returncode == 0, (r.stdout[-4000:], r.stderr[-4000:])
+    data = json.loads(out.read_text())
+    knobs = {(row["extra_chunk"], row["row_chunk"]) for row in data["sweep"]}
+    assert (16, 1) in knobs and len(knobs) > 1  # stage 2 varied a chunk of the best stage-1 launches
+    assert data["sweep_best"] and all({"store", "extra_chunk", "row_chunk", "us"} <= set(b)
+                                      for b in data["sweep_best"].values())
