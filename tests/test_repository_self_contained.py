@@ -10,10 +10,10 @@ REPO = Path(__file__).resolve().parents[1]
 SCANNED = ("kbnf_gpu", "tests", "benchmarks", ".ci")
 # paths and variables that lead outside the repository
 FORBIDDEN = re.compile(r"\.\./shared|/work/shared|(?<![\w.])shared/(corpus|seeds)|KBNF_GPU_SHARED|parents\[[2-9]\]")
-# environment variables the code may read: switches, and the demo's artifact cache (a user setting where
-# the library writes, never test data it reads)
+# environment variables the code may read: switches, the demo's artifact cache (a user setting where the
+# library writes, never test data it reads), and the module path the GPU suite hands on to its pytest run
 ALLOWED_ENV = {"TRITON_INTERPRET", "AUTOMATA_EXAMPLES", "CUDA_VISIBLE_DEVICES", "PYTHONHASHSEED", "HF_HUB_OFFLINE",
-               "KBNF_GPU_CACHE"}
+               "KBNF_GPU_CACHE", "PYTHONPATH"}
 ENV_READ = re.compile(r"""(?:environ(?:\.get|\.setdefault|\.pop)?\s*[\[(]\s*|getenv\(\s*)["']([A-Z0-9_]+)["']""")
 
 
