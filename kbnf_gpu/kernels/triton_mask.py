@@ -97,7 +97,9 @@ def default_launch(kind: str, n: int, num_words: int) -> LaunchConfig:
     launch reasoned before (128-word tiles, 8 warps). Wider tiles, more warps,
     several tiles per program, persistent grids and the "select" and "packed"
     stores were all slower. "fill" and "apply" take the same launch (the same
-    tile walk, without the stores or without the extra ids).
+    tile walk, without the stores or without the extra ids); measured against
+    the reasoned one, fill went from 700 to 484 µs and apply from 1,523 to
+    1,462 µs at B = 4,096 bf16.
     """
     if kind not in ("mask", "apply", "fill"):
         raise ValueError(f"kind must be 'mask', 'apply' or 'fill', got {kind!r}")
