@@ -706,7 +706,8 @@ def _have_ptxas() -> bool:
 def test_kernels_compile_for_sm90(tmp_path):
     """The interpreter accepts things the compiler rejects: compile every variant for H100, no GPU needed.
 
-    Also pins the store width: "select" and "packed" write 16-byte vectors.
+    Also pins the store width: "select" and "packed" write 16-byte vectors; "split" writes 16-byte vectors
+    where a pack has no allowed logit, element-wide stores in mixed packs.
     """
     r = subprocess.run([sys.executable, "-c", _AOT_SCRIPT], env=_clean_env(), capture_output=True,
                        text=True, timeout=900, cwd=tmp_path)
@@ -714,8 +715,11 @@ def test_kernels_compile_for_sm90(tmp_path):
     stores = json.loads(r.stdout.strip().splitlines()[-1])
     for name, ops in stores.items():
         assert ops, name
-        if not re.search(r"-masked(-|$)", name):  # masked stores are scalar by design
-            assert all(re.fullmatch(r"st\.global(\.\w+)*\.v4\.b32", op) for op in ops), (name, ops)
+        vector = [op for op in ops if re.fullmatch(r"st\.global(\.\w+)*\.v4\.b32", op)]
+        if name.endswith("-split"):  # vectors for whole packs, element-wide stores for mixed ones
+            assert vector and len(vector) < len(ops), (name, ops)
+        elif not re.search(r"-masked(-|$)", name):  # masked stores are scalar by design
+            assert len(vector) == len(ops), (name, ops)
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")

@@ -40,6 +40,8 @@ Tuning knobs (:class:`LaunchConfig`, swept by ``benchmarks/gpu_suite.py --sweep`
   - ``"packed"``: per 16-byte pack (8 bf16/fp16 or 4 fp32 logits): all allowed
     → untouched; none allowed → one 16-byte ``-inf`` store; mixed → 16-byte
     load, select, 16-byte store (what xgrammar's CUDA kernel does).
+  - ``"split"``: nothing read; none allowed → one 16-byte ``-inf`` store;
+    mixed → element-wide stores of ``-inf`` to its disallowed logits only.
 * ``extra_chunk``: extra ids compared per step against a tile's words.
 * ``row_chunk``: an entry's row ids read per step; 1 = one row at a time (a
   dependent id → row load chain per row), k > 1 = k ids and their k row slices
@@ -53,7 +55,7 @@ import torch
 import triton
 import triton.language as tl
 
-STORE_MODES = {"masked": 0, "select": 1, "packed": 2}
+STORE_MODES = {"masked": 0, "select": 1, "packed": 2, "split": 3}
 
 # An H100 has 132 SMs; used when no CUDA device answers (interpreter, ahead-of-time builds).
 _DEFAULT_SMS = 132
@@ -211,7 +213,7 @@ def _store_logits(
 ):
     """Write -inf into the logits row at ``row_base`` wherever ``acc`` (clipped to the vocabulary) has no bit."""
     ninf = float("-inf")
-    if STORE == 2:  # packed: 16-byte packs of PACK logits
+    if STORE >= 2:  # packed or split: 16-byte packs of PACK logits
         G: tl.constexpr = 32 // PACK
         FULL: tl.constexpr = (1 << PACK) - 1
         g = tl.arange(0, G)
@@ -222,8 +224,13 @@ def _store_logits(
         pack = (acc[:, None] >> (g[None, :] * PACK)) & FULL
         inside = cols < n_cols
         mixed = ((pack != 0) & (pack != FULL))[:, :, None] & inside
-        x = tl.load(row_base + cols, mask=mixed, other=ninf)
-        tl.store(row_base + cols, tl.where(allowed, x, ninf), mask=(pack != FULL)[:, :, None] & inside)
+        if STORE == 2:
+            x = tl.load(row_base + cols, mask=mixed, other=ninf)
+            tl.store(row_base + cols, tl.where(allowed, x, ninf), mask=(pack != FULL)[:, :, None] & inside)
+        else:
+            ninf_packs = tl.full([BLOCK_WORDS, G, PACK], ninf, row_base.dtype.element_ty)
+            tl.store(row_base + cols, ninf_packs, mask=(pack == 0)[:, :, None] & inside)
+            tl.store(row_base + cols, ninf_packs, mask=mixed & ~allowed)
     else:
         lanes = tl.arange(0, 32)
         cols = words[:, None] * 32 + lanes[None, :]
