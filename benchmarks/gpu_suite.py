@@ -627,16 +627,29 @@ def sweep_section(rep: Report, args, device, copy_bw: float, deadline: float) ->
             rep.save()
 
     run(stage1)
-    ranked = sorted({TM.LaunchConfig(**{k: r[k] for k in TM.LaunchConfig.__dataclass_fields__})
-                     for r in rows if r["us"]}, key=lambda c: sum(r["us"] for r in rows if r["us"] and
-                                                                     _same(r, c)))[:3]
-    stage2 = [replace(c, blocks_per_program=bpp, programs_per_sm=pps) for c in ranked
-              for bpp, pps in ((2, 0), (4, 0), (1, 4), (2, 4))]
-    stage2 += [replace(c, extra_chunk=chunk) for c in ranked for chunk in (32, 64)]
-    stage2 += [replace(c, row_chunk=chunk) for c in ranked for chunk in (2, 4)]
-    if not cuda:
-        stage2 = stage2[:: len(stage2) // 2]  # the CPU interpreter: two of them, correctness only
-    run(stage2)
+
+    def measured() -> set:
+        return {TM.LaunchConfig(**{k: r[k] for k in TM.LaunchConfig.__dataclass_fields__}) for r in rows if r["us"]}
+
+    def total(c) -> float:
+        return sum(r["us"] for r in rows if r["us"] and _same(r, c))
+
+    def ranked(k: int) -> list:
+        return sorted(measured(), key=total)[:k]
+
+    def run_new(configs) -> None:
+        done = measured()
+        fresh = list(dict.fromkeys(c for c in configs if c not in done))
+        run(fresh[:: max(1, len(fresh) // 2)] if not cuda else fresh)  # the CPU interpreter: correctness only
+
+    # Stage 2, most promising first (the deadline may cut it short): wider extra-id chunks for each store mode's
+    # best launch (the H200's big win), then row chunks and tiles per program / persistent grids on the best.
+    seen = measured()
+    run_new([replace(min((c for c in seen if c.store == store), key=total), extra_chunk=chunk)
+             for store in sorted({c.store for c in seen}) for chunk in (64, 128)])
+    run_new([replace(c, row_chunk=chunk) for c in ranked(2) for chunk in (2, 4)])
+    run_new([replace(c, blocks_per_program=bpp, programs_per_sm=pps)
+             for c in ranked(2) for bpp, pps in ((2, 0), (1, 4))])
     best = {}
     for B, dname in cases:
         mine = [r for r in rows if r["batch"] == B and r["dtype"] == dname and r["us"]]
