@@ -590,10 +590,10 @@ def main(argv: list[str] | None = None) -> int:
     ctx = BenchContext(device=dev, batches=[int(b) for b in args.batch.split(",") if b],
                        dtypes=[d for d in args.dtype.split(",") if d], vocab=args.vocab, repeats=repeats,
                        warmup=warmup, inner=args.inner, copy_bw=bw, backend_note=note)
+    from kbnf_gpu import Vocabulary
+
     rows, e2e, prepare = [], [], []
     if args.prepare_only:
-        from kbnf_gpu import Vocabulary
-
         vocab = Vocabulary.from_name("llama3")
         prepare = prepare_rows(ctx, [json_workload(vocab, with_xgrammar=False, extra=ctx.extra),
                                      *(schema_workload(vocab, name) for name in ("object-12",
@@ -601,12 +601,10 @@ def main(argv: list[str] | None = None) -> int:
     else:
         rows = kernel_rows(ctx)
         print_kernel_table(rows, cuda)
-    if args.vocab == 128256 and not args.no_e2e and not args.prepare_only:
-        from kbnf_gpu import Vocabulary
-
-        e2e = end_to_end_rows(ctx, [json_workload(Vocabulary.from_name("llama3"), with_xgrammar=True,
-                                                  extra=ctx.extra)])
-        print_e2e_table(e2e)
+        if args.vocab == 128256 and not args.no_e2e:
+            e2e = end_to_end_rows(ctx, [json_workload(Vocabulary.from_name("llama3"), with_xgrammar=True,
+                                                      extra=ctx.extra)])
+            print_e2e_table(e2e)
 
     out = Path(args.out) if args.out else Path(__file__).resolve().parent / "out" / f"bench_mask_{dev.type}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
