@@ -74,15 +74,17 @@ def _held(holding) -> tuple:
 class EarleySet:
     """An interned Earley set: ``waiting[sym]`` = items whose next symbol is ``sym``; Leo entries ``leo[sym]``.
 
-    ``parents`` are the sets its items start in (they must outlive it).
+    ``parents`` are the sets its items start in (they must outlive it), in the order of ``shape``: the id of
+    the set's structure with each origin replaced by its parent's index (0 for a set built by hand).
     """
 
-    __slots__ = ("uid", "waiting", "leo", "_parents", "_trunc", "__weakref__")
+    __slots__ = ("uid", "waiting", "leo", "shape", "_parents", "_trunc", "__weakref__")
 
-    def __init__(self, uid: int, waiting: dict, leo: dict, parents: tuple) -> None:
+    def __init__(self, uid: int, waiting: dict, leo: dict, parents: tuple, shape: int = 0) -> None:
         self.uid = uid
         self.waiting = waiting
         self.leo = leo
+        self.shape = shape
         self._parents = _holding(parents)
         self._trunc: dict | None = None
 
@@ -94,15 +96,18 @@ class EarleySet:
 class ParserState:
     """An interned parser state: scan pairs ``(position, origin, terminal, q)`` and whether the input is a sentence.
 
-    ``origins`` are the sets the pairs start in (kept alive by the state); ``mask`` is a slot for the
-    compiled grammar's per-state mask (it lives and dies with the state).
+    ``origins`` are the sets the pairs start in (kept alive by the state), in the order of ``shape`` (as a
+    set's); ``mask`` is a slot for the compiled grammar's per-state mask (it lives and dies with the state).
     """
 
-    __slots__ = ("uid", "pairs", "accepting", "lossy", "_origins", "_trunc", "mask", "__weakref__")
+    __slots__ = ("uid", "pairs", "lex", "shape", "accepting", "lossy", "_origins", "_trunc", "mask", "__weakref__")
 
-    def __init__(self, pairs: tuple, accepting: bool, lossy: bool = False, origins: tuple = ()) -> None:
+    def __init__(self, pairs: tuple, accepting: bool, lossy: bool = False, origins: tuple = (), lex: int = 0,
+                 shape: int = 0) -> None:
         self.uid = next(_uids)
         self.pairs = pairs
+        self.lex = lex  # the id of the pairs' ``(terminal, q)`` column (``EarleyParser._lex_id``)
+        self.shape = shape
         self.accepting = accepting
         self.lossy = lossy
         self._origins = _holding(origins)
@@ -195,7 +200,11 @@ class EarleyParser:
         self._byte_memo: GenerationalCache = GenerationalCache(memo_limit)
         self._expect_memo: GenerationalCache = GenerationalCache(memo_limit)
         self._walk_memo: GenerationalCache = GenerationalCache(memo_limit)
-        _, scan_pairs, accept, _, scan_sets = self._build_set(((0, SELF),))
+        self._lex_ids: GenerationalCache = GenerationalCache(memo_limit)
+        self._shape_ids: GenerationalCache = GenerationalCache(memo_limit)
+        self._cut_memo: GenerationalCache = GenerationalCache(memo_limit)  # (shape, cut parents' uids) -> truncation
+        self._lex_memo: GenerationalCache = GenerationalCache(memo_limit)
+        _, scan_pairs, accept, _, scan_sets, _ = self._build_set(((0, SELF),))
         self.initial_state = self._intern_state(scan_pairs, accept, False, scan_sets)
 
     # ------------------------------------------------------------ interning
@@ -203,12 +212,16 @@ class EarleyParser:
     def _intern_set(self, waiting: dict, leo: dict, parents: tuple) -> EarleySet:
         key = (tuple(sorted((sym, tuple(sorted(items))) for sym, items in waiting.items())),
                tuple(sorted(leo.items())))
-        found = self._sets.get(key)
+        ref = self._sets.data.get(key)  # as in ``_intern_state``
+        found = None if ref is None else ref()
         if found is None:
+            shape, order = self._shape(key)
+            by_uid = {s.uid: s for s in parents}
+            parents = tuple(by_uid[u] for u in order)
             with self._lock:
                 found = self._sets.get(key)
                 if found is None:
-                    found = EarleySet(next(_uids), waiting, leo, parents)
+                    found = EarleySet(next(_uids), waiting, leo, parents, shape)
                     # by uid first: another thread may find the set by content (no lock) as soon as it is in
                     # ``_sets``, and then look its items' origin up by uid
                     self._set_by_uid[found.uid] = found
@@ -221,15 +234,53 @@ class EarleyParser:
             return DEAD_UNKNOWN if lossy else DEAD
         pairs = tuple(sorted(set(pairs)))
         key = (pairs, accepting, lossy)
-        found = self._states.get(key)
+        ref = self._states.data.get(key)  # the dictionary under the weak one: no Python-level ``get`` per step
+        found = None if ref is None else ref()
         if found is None:
-            uids = {o for _, o, _, _ in pairs}
-            origins = tuple({s.uid: s for s in sets if s.uid in uids}.values())
+            shape, order = self._shape(key)
+            by_uid = {s.uid: s for s in sets}
+            origins = tuple(by_uid[u] for u in order)
+            lex = self._lex_id(pairs)
             with self._lock:
                 found = self._states.get(key)
                 if found is None:
-                    found = ParserState(pairs, accepting, lossy, origins)
+                    found = ParserState(pairs, accepting, lossy, origins, lex, shape)
                     self._states[key] = found
+        return found
+
+    def _shape(self, key: tuple) -> tuple[int, list[int]]:
+        """(an id for ``key``'s structure with every origin uid replaced by its index of first appearance, those
+        uids in that order). A set's or state's truncation depends only on its shape and its parents' truncations
+        (``_cut_memo``). ``key`` is an interning key: a state's ``(pairs, accepting, lossy)``, a set's
+        ``(waiting, leo)``."""
+        order: dict[int, int] = {}
+
+        def index(o: int) -> int:
+            if o == SELF:
+                return SELF
+            found = order.get(o)
+            if found is None:
+                found = order[o] = ~len(order)
+            return found
+
+        if len(key) == 3:
+            structure: tuple = (tuple([(p, index(o), t, q) for p, o, t, q in key[0]]), key[1], key[2])
+        else:
+            structure = (tuple([(sym, tuple([(p, index(o)) for p, o in items])) for sym, items in key[0]]),
+                         tuple([(sym, (y, index(o))) for sym, (y, o) in key[1]]))
+        found = self._shape_ids[structure]
+        if found is None:
+            found = self._shape_ids.put(structure, next(_uids))
+        return found, list(order)
+
+    def _lex_id(self, pairs: tuple) -> int:
+        """An id for the ``(terminal, q)`` column of ``pairs``: states in different contexts at the same lexical
+        place (a value inside an object at depth 3 or 7) share it, and with it ``_lex_step``'s walks. Ids are
+        never reused, so a memo entry of an evicted id can never match another column."""
+        column = tuple([(t, q) for _, _, t, q in pairs])
+        found = self._lex_ids[column]
+        if found is None:
+            found = self._lex_ids.put(column, next(_uids))
         return found
 
     def set_of(self, uid: int) -> EarleySet:
@@ -248,8 +299,12 @@ class EarleyParser:
 
     def cache_stats(self) -> dict:
         return {"parser_states": self.n_states, "earley_sets": self.n_sets,
-                "memo_entries": sum(len(m) for m in (self._kernel_memo, self._complete_memo, self._byte_memo,
-                                                     self._expect_memo, self._walk_memo))}
+                "memo_entries": sum(map(len, self.memo_tables()))}
+
+    def memo_tables(self) -> tuple[GenerationalCache, ...]:
+        """Every memo table of the parser (each bounded to two generations of ``memo_limit`` entries)."""
+        return (self._kernel_memo, self._complete_memo, self._byte_memo, self._expect_memo, self._walk_memo,
+                self._lex_ids, self._lex_memo, self._shape_ids, self._cut_memo)
 
     def _row(self, t: int, q: int) -> list[int]:
         row = self._rows[t][q]
@@ -291,8 +346,8 @@ class EarleyParser:
         Returns the interned set, its scan pairs ``(position, origin, terminal,
         0)`` (origins resolved; terminals that can consume a byte), whether the
         start symbol completed here, whether a completion reached ``TOP`` (then
-        readings are missing), and the sets the pairs start in (to keep alive
-        with a state made of them).
+        readings are missing), the sets the pairs start in (to keep alive
+        with a state made of them), and the pairs' ``_lex_id``.
         """
         key = tuple(sorted(kernel))
         hit = self._kernel_memo[key]
@@ -370,7 +425,8 @@ class EarleyParser:
         pairs = itertools.chain(own, *predicted_pairs)
         scan_pairs = tuple(dict.fromkeys(pairs) if len(predicted_pairs) + bool(own) > 1 else pairs)
         scan_sets = tuple(earley_set if u == uid else set_by_uid[u] for u in scan_uids)
-        return self._kernel_memo.put(key, (earley_set, scan_pairs, accept, touched, scan_sets))
+        return self._kernel_memo.put(key, (earley_set, scan_pairs, accept, touched, scan_sets,
+                                           self._lex_id(scan_pairs)))
 
     def _predicted(self, nonterminal: int) -> "_Prediction":
         """The closure of predicting ``nonterminal`` (only items predicted here: context-free, computed once)."""
@@ -487,7 +543,7 @@ class EarleyParser:
         lossy = state.lossy
         sets = state.origins
         if completed:
-            _, scan_pairs, accept, touched, scan_sets = self._build_set(tuple(completed))
+            _, scan_pairs, accept, touched, scan_sets, _ = self._build_set(tuple(completed))
             lossy = lossy or touched
             pairs.extend(scan_pairs)
             sets = sets + scan_sets
@@ -504,23 +560,20 @@ class EarleyParser:
         if state is DEAD or state is DEAD_UNKNOWN:
             return state, False
         n = len(data)
-        walk = self._walk
+        lex_step = self._lex_step
         lossy = state.lossy
         sets = state.origins
         final: list = []
         completions: dict[int, list] = {}
         starts = state.pairs
+        lex = state.lex
         k = 0
         passed = False
         accept = False  # whether the state after all of ``data`` accepts
         while True:
             rest = data[k:] if k else data
-            walked: dict = {}  # pairs that share a terminal and DFA state walk once
-            for p, o, t, q in starts:
-                result = walked.get((t, q))
-                if result is None:
-                    result = walked[(t, q)] = walk(t, q, rest)
-                q_end, ends = result
+            for i, q_end, ends in lex_step(lex, starts, rest):
+                p, o, t, _ = starts[i]
                 if q_end >= 0:
                     final.append((p, o, t, q_end))
                 for j in ends:
@@ -532,7 +585,8 @@ class EarleyParser:
             if not completions:
                 break
             k = min(completions)
-            _, starts, accept_here, touched, scan_sets = self._build_set(tuple(dict.fromkeys(completions.pop(k))))
+            _, starts, accept_here, touched, scan_sets, lex = self._build_set(
+                tuple(dict.fromkeys(completions.pop(k))))
             lossy = lossy or touched
             sets = sets + scan_sets
             passed = passed or accept_here
@@ -543,6 +597,24 @@ class EarleyParser:
         if not final and not accept:
             return (DEAD_UNKNOWN if lossy else DEAD), passed
         return self._intern_state(tuple(final), accept, lossy, sets), passed
+
+    def _lex_step(self, lex: int, pairs: tuple, data: bytes) -> tuple:
+        """The pairs (of ``_lex_id`` ``lex``) that survive ``data`` or complete inside it: ``(index in pairs, final
+        state or -1, prefix lengths where it accepts)`` each. Context-free, so memoized per column, not per state:
+        most pairs die on a token's first byte, and a new state at a known lexical place walks nothing."""
+        key = (lex, data)
+        hit = self._lex_memo[key]
+        if hit is None:
+            walked: dict = {}  # pairs that share a terminal and DFA state walk once
+            found = []
+            for i, (_, _, t, q) in enumerate(pairs):
+                result = walked.get((t, q))
+                if result is None:
+                    result = walked[(t, q)] = self._walk(t, q, data)
+                if result[0] >= 0 or result[1]:
+                    found.append((i, *result))
+            hit = self._lex_memo.put(key, tuple(found))
+        return hit
 
     def _walk(self, t: int, q: int, data: bytes) -> tuple[int, tuple[int, ...]]:
         """Terminal ``t`` from DFA state ``q`` over ``data``: (final state if alive and not finished, else -1;
@@ -585,7 +657,7 @@ class EarleyParser:
                 # nothing after it can complete here: what comes next is context-free
                 hit = self._expect_memo.put(item, (self._first_terminals(sym), False))
             else:
-                _, scan_pairs, _, touched, _ = self._build_set(((item[0] + 1, item[1]),))
+                _, scan_pairs, _, touched, _, _ = self._build_set(((item[0] + 1, item[1]),))
                 hit = self._expect_memo.put(item, (tuple(sorted({t for _, _, t, _ in scan_pairs})), touched))
         return hit
 
@@ -601,15 +673,22 @@ class EarleyParser:
 
     def truncated(self, state: ParserState, depth: int, beyond: EarleySet = TOP) -> ParserState:
         """``state`` with every origin more than ``depth`` completions away replaced by ``beyond`` (``TOP`` or ``ANY``)."""
+        if not state.pairs:  # DEAD, DEAD_UNKNOWN, or a sentence with nothing left to read: no context to cut
+            return state
         table = state._trunc
         if table is None:
             table = state._trunc = {}
         found = table.get((depth, beyond.uid))
         if found is None:
-            cut = {s.uid: self._truncated_set(s, depth - 1, beyond) for s in state.origins}
-            pairs = tuple((p, cut[o].uid, t, q) for p, o, t, q in state.pairs)
-            found = table[(depth, beyond.uid)] = self._intern_state(pairs, state.accepting, state.lossy,
-                                                                    tuple(cut.values()))
+            origins = state.origins
+            cut = [self._truncated_set(s, depth - 1, beyond) for s in origins]
+            key = (state.shape, *[s.uid for s in cut])
+            found = self._cut_memo[key]
+            if found is None:
+                new = {s.uid: c.uid for s, c in zip(origins, cut)}
+                pairs = tuple([(p, new[o], t, q) for p, o, t, q in state.pairs])
+                found = self._cut_memo.put(key, self._intern_state(pairs, state.accepting, state.lossy, tuple(cut)))
+            table[(depth, beyond.uid)] = found
         return found
 
     def _truncated_set(self, earley_set: EarleySet, depth: int, beyond: EarleySet) -> EarleySet:
@@ -622,14 +701,17 @@ class EarleyParser:
         if found is not None:
             return found
         # the recursion is as deep as the (small) truncation depth, never the input
-        cut = {s.uid: self._truncated_set(s, depth - 1, beyond) for s in earley_set.parents}
-
-        def new(o: int) -> int:
-            return o if o == SELF else cut[o].uid
-
-        waiting = {sym: tuple((p, new(o)) for p, o in items) for sym, items in earley_set.waiting.items()}
-        leo = {sym: (y, new(o)) for sym, (y, o) in earley_set.leo.items()}
-        found = table[(depth, beyond.uid)] = self._intern_set(waiting, leo, tuple(cut.values()))
+        parents = earley_set.parents
+        cut = [self._truncated_set(s, depth - 1, beyond) for s in parents]
+        key = (earley_set.shape, *[s.uid for s in cut])
+        found = self._cut_memo[key]
+        if found is None:
+            new = {s.uid: c.uid for s, c in zip(parents, cut)}
+            new[SELF] = SELF
+            waiting = {sym: tuple([(p, new[o]) for p, o in items]) for sym, items in earley_set.waiting.items()}
+            leo = {sym: (y, new[o]) for sym, (y, o) in earley_set.leo.items()}
+            found = self._cut_memo.put(key, self._intern_set(waiting, leo, tuple(cut)))
+        table[(depth, beyond.uid)] = found
         return found
 
     # --------------------------------------------------------------- queries

@@ -136,10 +136,11 @@ class MaskBuilder:
         self._pair_refs_memo: GenerationalCache = GenerationalCache(cache_limit)
         self._partial_memo: GenerationalCache = GenerationalCache(cache_limit)
         self._resolved_memo: GenerationalCache = GenerationalCache(cache_limit)
+        self._extras_memo: GenerationalCache = GenerationalCache(cache_limit)  # a truncated mask's extras + resolved ones
 
     def cache_stats(self) -> dict:
         return {"pair_entries": len(self._pair_refs_memo), "truncated_masks": len(self._partial_memo),
-                "resolved_masks": len(self._resolved_memo)}
+                "resolved_masks": len(self._resolved_memo), "resolved_extras": len(self._extras_memo)}
 
     # ------------------------------------------------------------------ API
 
@@ -157,7 +158,11 @@ class MaskBuilder:
         if unknown.size:
             alive = self._resolve(state, unknown)
             if alive:
-                extras = _frozen(_union(extras, alive))
+                key = (truncated.uid, tuple(alive))  # the same few candidates live on in many full states
+                hit = self._extras_memo[key]
+                if hit is None:
+                    hit = self._extras_memo.put(key, _frozen(_union(extras, alive)))
+                extras = hit
         return rows, extras
 
     # ------------------------------------------------------------- internals
