@@ -24,7 +24,7 @@ from kbnf_gpu import CompileConfig, Matcher, Vocabulary, compile_grammar, ir
 from kbnf_gpu.grammars import JSON_KBNF
 from kbnf_gpu.normalize import NormalizeConfig, normalize
 from kbnf_gpu.runtime.caches import GenerationalCache
-from kbnf_gpu.runtime.earley import DEAD, EarleyParser
+from kbnf_gpu.runtime.earley import DEAD, SELF, TOP, EarleyParser
 from kbnf_gpu.runtime.masks import RESOLUTION_LEVELS, TRUNCATION_DEPTH
 
 # structural tokens that close (or open) several containers at once, and a few plain ones
@@ -78,6 +78,46 @@ def test_masks_are_exact_beyond_every_truncation_depth(bracket_json):
         deepest = max(deepest, _deep_walk(bracket_json, rng, steps=90, open_bias=0.75 if walk % 2 else 0.45))
     # deeper than the truncation and the deeper resolution: the exact fallback ran too
     assert deepest > TRUNCATION_DEPTH + RESOLUTION_LEVELS
+
+
+def _context_tree(parser, origin: int, depth: int):
+    """The set ``origin`` as a tree: its items with every origin replaced by that set's tree, ``depth`` levels
+    deep (``"TOP"`` below); equal trees are equal truncations, whatever the uids."""
+    if origin == SELF:
+        return "SELF"
+    earley_set = parser.set_of(origin)
+    if depth <= 0 or earley_set is TOP:
+        return "TOP"
+    waiting = sorted((sym, sorted(repr((p, _context_tree(parser, o, depth - 1))) for p, o in items))
+                     for sym, items in earley_set.waiting.items())
+    leo = sorted((sym, y, repr(_context_tree(parser, o, depth - 1))) for sym, (y, o) in earley_set.leo.items())
+    return waiting, leo
+
+
+def _state_tree(parser, state, depth: int):
+    """The state as a tree (``truncated(state, depth)`` keeps ``depth - 1`` levels of its origin sets)."""
+    return sorted(repr((p, _context_tree(parser, o, depth - 1), t, q)) for p, o, t, q in state.pairs), state.accepting
+
+
+def test_truncation_memo_by_shape_equals_cutting_each_set(bracket_json):
+    """``truncated`` memoizes by a set's shape and its parents' truncations (shared across sets and states of
+    other documents): every truncation along deep walks equals cutting the full state's own sets."""
+    parser = bracket_json.parser
+    rng = random.Random(7)
+    checked = 0
+    for _ in range(6):
+        m = Matcher(bracket_json)
+        for _ in range(60):
+            state = m.state
+            for depth in (1, 2, TRUNCATION_DEPTH, TRUNCATION_DEPTH + RESOLUTION_LEVELS):
+                cut = parser.truncated(state, depth)
+                assert _state_tree(parser, cut, 99) == _state_tree(parser, state, depth)
+                checked += 1
+            choices = [t for t in m.allowed_token_ids().tolist() if t not in bracket_json.vocab.eos_ids]
+            if not choices:
+                break
+            m.accept_token(rng.choice(choices))
+    assert checked > 500
 
 
 @settings(max_examples=40, deadline=None)
