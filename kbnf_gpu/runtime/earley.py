@@ -675,43 +675,34 @@ class EarleyParser:
         """``state`` with every origin more than ``depth`` completions away replaced by ``beyond`` (``TOP`` or ``ANY``)."""
         if not state.pairs:  # DEAD, DEAD_UNKNOWN, or a sentence with nothing left to read: no context to cut
             return state
-        table = state._trunc
-        if table is None:
-            table = state._trunc = {}
-        found = table.get((depth, beyond.uid))
-        if found is None:
-            origins = state.origins
-            cut = [self._truncated_set(s, depth - 1, beyond) for s in origins]
-            key = (state.shape, *[s.uid for s in cut])
-            found = self._cut_memo[key]
-            if found is None:
-                new = {s.uid: c.uid for s, c in zip(origins, cut)}
-                pairs = tuple([(p, new[o], t, q) for p, o, t, q in state.pairs])
-                found = self._cut_memo.put(key, self._intern_state(pairs, state.accepting, state.lossy, tuple(cut)))
-            table[(depth, beyond.uid)] = found
-        return found
+        return self._cut(state, state.origins, depth, beyond, lambda new, cut: self._intern_state(
+            tuple([(p, new[o], t, q) for p, o, t, q in state.pairs]), state.accepting, state.lossy, cut))
 
     def _truncated_set(self, earley_set: EarleySet, depth: int, beyond: EarleySet) -> EarleySet:
         if depth <= 0 or earley_set is TOP or earley_set is ANY:
             return beyond
-        table = earley_set._trunc
+        return self._cut(earley_set, earley_set.parents, depth, beyond, lambda new, cut: self._intern_set(
+            {sym: tuple([(p, new[o]) for p, o in items]) for sym, items in earley_set.waiting.items()},
+            {sym: (y, new[o]) for sym, (y, o) in earley_set.leo.items()}, cut))
+
+    def _cut(self, obj, sources: tuple, depth: int, beyond: EarleySet, rebuild):
+        """The truncation of ``obj`` (a state or a set whose origins are ``sources``, in its shape's order):
+        memoized on the object, then by its shape and its sources' truncations; on a miss,
+        ``rebuild(uid -> new uid, truncated sources)`` makes it."""
+        table = obj._trunc
         if table is None:
-            table = earley_set._trunc = {}
+            table = obj._trunc = {}
         found = table.get((depth, beyond.uid))
-        if found is not None:
-            return found
-        # the recursion is as deep as the (small) truncation depth, never the input
-        parents = earley_set.parents
-        cut = [self._truncated_set(s, depth - 1, beyond) for s in parents]
-        key = (earley_set.shape, *[s.uid for s in cut])
-        found = self._cut_memo[key]
         if found is None:
-            new = {s.uid: c.uid for s, c in zip(parents, cut)}
-            new[SELF] = SELF
-            waiting = {sym: tuple([(p, new[o]) for p, o in items]) for sym, items in earley_set.waiting.items()}
-            leo = {sym: (y, new[o]) for sym, (y, o) in earley_set.leo.items()}
-            found = self._cut_memo.put(key, self._intern_set(waiting, leo, tuple(cut)))
-        table[(depth, beyond.uid)] = found
+            # the recursion is as deep as the (small) truncation depth, never the input
+            cut = [self._truncated_set(s, depth - 1, beyond) for s in sources]
+            key = (obj.shape, *[s.uid for s in cut])
+            found = self._cut_memo[key]
+            if found is None:
+                new = {s.uid: c.uid for s, c in zip(sources, cut)}
+                new[SELF] = SELF
+                found = self._cut_memo.put(key, rebuild(new, tuple(cut)))
+            table[(depth, beyond.uid)] = found
         return found
 
     # --------------------------------------------------------------- queries
