@@ -25,7 +25,7 @@ from kbnf_gpu.grammars import JSON_KBNF
 from kbnf_gpu.normalize import NormalizeConfig, normalize
 from kbnf_gpu.runtime.caches import GenerationalCache
 from kbnf_gpu.runtime.earley import DEAD, SELF, TOP, EarleyParser
-from kbnf_gpu.runtime.masks import RESOLUTION_LEVELS, TRUNCATION_DEPTH
+from kbnf_gpu.runtime.masks import RESOLUTION_STAGES, TRUNCATION_DEPTH
 
 # structural tokens that close (or open) several containers at once, and a few plain ones
 BRACKET_TOKENS = [
@@ -33,6 +33,7 @@ BRACKET_TOKENS = [
     '"}', '"]', '"}]', '"]]', '"}}', '"]}]', "1]]", "1}]", "1}}}", "[[", "[[[", "[{", '[{"', '{"a":', '{"a": [',
     '"a"', '":', '": ', ",", ", ", ',"a":', ", [", ",[", "1", "12", '"', "a", " ", "\n", "true", "null]]", "]]]],",
     "}];", "]);", " ]]", " }}", "]}\n",
+    "]]]]]]]]", "}}}}}}}}", "]]]]]]]]]]]]", "}}}}}}}}}}}}",  # closing more than every truncation stage reaches
 ]
 
 
@@ -71,13 +72,35 @@ def _deep_walk(compiled, rng: random.Random, steps: int, open_bias: float) -> in
     return deepest
 
 
-def test_masks_are_exact_beyond_every_truncation_depth(bracket_json):
+def test_masks_are_exact_beyond_every_truncation_depth(bracket_json, monkeypatch):
+    builder = bracket_json._masks
+    resolving: list = []  # the full state whose mask ``_resolve`` is settling
+    settled_on_full: list[int] = []  # candidates that only the full state settled viable
+    real_check, real_resolve = builder._check, builder._resolve
+
+    def check(state, candidates):
+        alive, unknown = real_check(state, candidates)
+        if resolving and state is resolving[-1] and alive:
+            settled_on_full.append(len(alive))
+        return alive, unknown
+
+    def resolve(state, unknown):
+        resolving.append(state)
+        try:
+            return real_resolve(state, unknown)
+        finally:
+            resolving.pop()
+
+    monkeypatch.setattr(builder, "_check", check)
+    monkeypatch.setattr(builder, "_resolve", resolve)
     rng = random.Random(1)
     deepest = 0
     for walk in range(24):
         deepest = max(deepest, _deep_walk(bracket_json, rng, steps=90, open_bias=0.75 if walk % 2 else 0.45))
-    # deeper than the truncation and the deeper resolution: the exact fallback ran too
-    assert deepest > TRUNCATION_DEPTH + RESOLUTION_LEVELS
+    # deeper than the truncation and every deeper resolution stage: the exact fallback on full states ran too,
+    # for the long closers, and found viable tokens
+    assert deepest > TRUNCATION_DEPTH + max(RESOLUTION_STAGES)
+    assert settled_on_full
 
 
 def _context_tree(parser, origin: int, depth: int):
@@ -109,7 +132,7 @@ def test_truncation_memo_by_shape_equals_cutting_each_set(bracket_json):
         m = Matcher(bracket_json)
         for _ in range(60):
             state = m.state
-            for depth in (1, 2, TRUNCATION_DEPTH, TRUNCATION_DEPTH + RESOLUTION_LEVELS):
+            for depth in (1, 2, TRUNCATION_DEPTH, *(TRUNCATION_DEPTH + levels for levels in RESOLUTION_STAGES)):
                 cut = parser.truncated(state, depth)
                 assert _state_tree(parser, cut, 99) == _state_tree(parser, state, depth)
                 checked += 1

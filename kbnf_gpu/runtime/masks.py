@@ -13,8 +13,9 @@ enclosing structure. So masks are computed on the state *truncated* to its
 first ``depth`` levels of context (``EarleyParser.truncated``), which is the
 same at nesting depth 3 and 7, and cached per truncated state. Parsing from a
 truncated state is exact until a completion needs the missing context; then
-the verdict for that token is *unknown* and the token is checked on the full
-state instead (and if even the expected-terminal sets need deeper context,
+the verdict for that token is *unknown* and the token is checked on deeper
+truncations (``RESOLUTION_STAGES``) and at last on the full state (and if
+even the expected-terminal sets need deeper context,
 the whole mask is computed on the full state).
 """
 from __future__ import annotations
@@ -33,7 +34,9 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..vocab import Vocabulary
 
 TRUNCATION_DEPTH = 3
-RESOLUTION_LEVELS = 2  # levels of context beyond the truncation that settle what it left open
+# levels of context beyond the truncation that settle what it left open, tried in turn before the full state (each
+# deeper cut repeats across documents less often, but a full state never repeats)
+RESOLUTION_STAGES = (2, 6)
 _EMPTY = np.zeros(0, dtype=np.int32)
 _EMPTY.setflags(write=False)
 _INEXACT = object()
@@ -168,17 +171,22 @@ class MaskBuilder:
     # ------------------------------------------------------------- internals
 
     def _resolve(self, state: ParserState, unknown: np.ndarray) -> list[int]:
-        """The viable ones of the candidates a truncated state left open: checked on a deeper truncation (cached:
-        it repeats across documents too), then, for what that still leaves open, on the full state."""
-        deeper = self.parser.truncated(state, self.depth + RESOLUTION_LEVELS)
-        hit = self._resolved_memo[deeper.uid]
-        if hit is None:
-            alive, still = self._check(deeper, unknown)
-            hit = self._resolved_memo.put(deeper.uid, (deeper, alive, still))
-        _, alive, still = hit
-        if still:
-            alive = alive + self._check(state, still)[0]
-        return alive
+        """The viable ones of the candidates a truncated state left open: checked on deeper truncations in turn
+        (cached: they repeat across documents too), then, for what they still leave open, on the full state."""
+        alive: list[int] = []
+        still = unknown
+        for levels in RESOLUTION_STAGES:
+            deeper = self.parser.truncated(state, self.depth + levels)
+            # what is left open here is a function of the deeper state alone (a shallower cut of it)
+            hit = self._resolved_memo[deeper.uid]
+            if hit is None:
+                found, left = self._check(deeper, still)
+                hit = self._resolved_memo.put(deeper.uid, (deeper, found, left))
+            _, found, still = hit
+            alive = alive + found
+            if not still:
+                return alive
+        return alive + self._check(state, still)[0]
 
     def _pair_refs(self, t: int, q: int, expected: tuple[int, ...]) -> tuple[tuple, tuple, tuple]:
         """(dense rows, sparse lists, DEEP candidate lists) of one scan pair followed by ``expected``."""
