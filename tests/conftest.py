@@ -7,12 +7,23 @@
 * ``llama3_json_eager``: the same grammar in ``eager`` mode (KBNF's default).
 * ``compile_config(use_tables=True)``: table-driven masks, or the exact
   reference mask with ``use_tables=False``.
+
+Without a GPU, ``TRITON_INTERPRET=1`` is set here, before any test module is
+imported.
 """
 from __future__ import annotations
 
-import pytest
+import os
 
-from kbnf_gpu.grammars import JSON_KBNF  # the package's JSON grammar
+import pytest
+import torch
+
+# Without a GPU the Triton kernels run on CPU tensors under Triton's interpreter, which Triton reads once, when it is
+# first imported: set it before any test module imports Triton (vllm's import does), whatever the collection order.
+if not torch.cuda.is_available():
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+
+from kbnf_gpu.grammars import JSON_KBNF  # noqa: E402  (the package's JSON grammar)
 
 
 def compile_config(use_tables: bool | None = True):

@@ -11,13 +11,13 @@ import json
 import random
 import sys
 import threading
-import weakref
 
 import numpy as np
 import torch
 
 from kbnf_gpu import Matcher, compile_grammar
 from kbnf_gpu.grammars import JSON_KBNF
+from kbnf_gpu.runtime.caches import WeakTable
 from kbnf_gpu.runtime.earley import SELF, EarleyParser
 from integration_support import greedy_tokens
 
@@ -88,8 +88,8 @@ def test_shared_grammar_from_many_threads_gives_one_threads_masks(llama3_vocab, 
 
 
 
-class _PausingWeakDict(weakref.WeakValueDictionary):
-    """A ``WeakValueDictionary`` whose stores pause until ``go`` is set (at most 2 s): the window between two
+class _PausingWeakDict(WeakTable):
+    """A ``WeakTable`` whose stores pause until ``go`` is set (at most 2 s): the window between two
     publications of one interned object, held open for another thread to look into."""
 
     def __init__(self, entered: threading.Event, go: threading.Event) -> None:

@@ -12,8 +12,9 @@ sharing a cache can at worst recompute an entry.
 from __future__ import annotations
 
 import threading
+import weakref
 from collections import OrderedDict
-from typing import Any, Callable, Hashable, Optional
+from typing import Any, Callable, Hashable, Iterator, Optional
 
 
 class GenerationalCache(dict):
@@ -46,6 +47,55 @@ class GenerationalCache(dict):
     def clear(self) -> None:
         dict.clear(self)
         self._old = {}
+
+
+class WeakTable:
+    """``key -> object``, the objects held weakly, for interning. Unlike ``weakref.WeakValueDictionary`` an
+    entry adds no object of its own for the garbage collector to scan (the plain callback-free ``weakref.ref``
+    is the one its referent shares with every such reference): entries of freed objects stay until the table
+    has doubled since its last sweep, which drops them (amortized constant time, at most twice the live size).
+    Readers need no lock (a sweep swaps in a new dict); writers hold the owner's lock.
+    """
+
+    __slots__ = ("data", "_sweep_at")
+
+    MIN_SWEEP = 1024
+
+    def __init__(self) -> None:
+        self.data: dict = {}
+        self._sweep_at = self.MIN_SWEEP
+
+    def get(self, key: Hashable, default: Any = None) -> Any:
+        ref = self.data.get(key)
+        found = None if ref is None else ref()
+        return default if found is None else found
+
+    def __getitem__(self, key: Hashable) -> Any:
+        found = self.data[key]()
+        if found is None:
+            raise KeyError(key)
+        return found
+
+    def __setitem__(self, key: Hashable, value: Any) -> None:
+        data = self.data
+        data[key] = weakref.ref(value)
+        if len(data) >= self._sweep_at:
+            self.data = data = {k: ref for k, ref in data.items() if ref() is not None}
+            self._sweep_at = max(self.MIN_SWEEP, 2 * len(data))
+
+    def items(self) -> Iterator[tuple[Hashable, Any]]:
+        for key, ref in list(self.data.items()):
+            found = ref()
+            if found is not None:
+                yield key, found
+
+    def update(self, other) -> None:
+        for key, value in other.items():
+            self[key] = value
+
+    def __len__(self) -> int:
+        """Live entries (a scan: for statistics, not for a hot path)."""
+        return sum(1 for ref in list(self.data.values()) if ref() is not None)
 
 
 def lru_get(

@@ -50,11 +50,10 @@ from __future__ import annotations
 
 import itertools
 import threading
-import weakref
 from collections import defaultdict
 
 from ..normalize import BnfGrammar
-from .caches import GenerationalCache
+from .caches import GenerationalCache, WeakTable
 
 SELF = 0  # the origin of an item predicted in the set being built
 _TOP_UID, _ANY_UID = 1, 2
@@ -78,7 +77,7 @@ class EarleySet:
     the set's structure with each origin replaced by its parent's index (0 for a set built by hand).
     """
 
-    __slots__ = ("uid", "waiting", "leo", "shape", "_parents", "_trunc", "__weakref__")
+    __slots__ = ("uid", "waiting", "leo", "shape", "_parents", "__weakref__")
 
     def __init__(self, uid: int, waiting: dict, leo: dict, parents: tuple, shape: int = 0) -> None:
         self.uid = uid
@@ -86,7 +85,6 @@ class EarleySet:
         self.leo = leo
         self.shape = shape
         self._parents = _holding(parents)
-        self._trunc: dict | None = None
 
     @property
     def parents(self) -> tuple:
@@ -100,7 +98,7 @@ class ParserState:
     set's); ``mask`` is a slot for the compiled grammar's per-state mask (it lives and dies with the state).
     """
 
-    __slots__ = ("uid", "pairs", "lex", "shape", "accepting", "lossy", "_origins", "_trunc", "mask", "__weakref__")
+    __slots__ = ("uid", "pairs", "lex", "shape", "accepting", "lossy", "_origins", "mask", "__weakref__")
 
     def __init__(self, pairs: tuple, accepting: bool, lossy: bool = False, origins: tuple = (), lex: int = 0,
                  shape: int = 0) -> None:
@@ -111,7 +109,6 @@ class ParserState:
         self.accepting = accepting
         self.lossy = lossy
         self._origins = _holding(origins)
-        self._trunc = None
         self.mask = None
 
     @property
@@ -190,11 +187,11 @@ class EarleyParser:
         # per terminal, per DFA state: its 256 transitions as a list (filled on first use)
         self._rows: list[list[list[int] | None]] = [[None] * d.n_states for d in grammar.dfas]
         self._lock = threading.Lock()
-        self._sets: weakref.WeakValueDictionary = weakref.WeakValueDictionary()  # structure -> set
-        self._set_by_uid: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+        self._sets = WeakTable()  # structure -> set
+        self._set_by_uid = WeakTable()
         self._set_by_uid[_TOP_UID] = TOP
         self._set_by_uid[_ANY_UID] = ANY
-        self._states: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+        self._states = WeakTable()
         self._kernel_memo: GenerationalCache = GenerationalCache(memo_limit)
         self._complete_memo: GenerationalCache = GenerationalCache(memo_limit)
         self._byte_memo: GenerationalCache = GenerationalCache(memo_limit)
@@ -203,6 +200,7 @@ class EarleyParser:
         self._lex_ids: GenerationalCache = GenerationalCache(memo_limit)
         self._shape_ids: GenerationalCache = GenerationalCache(memo_limit)
         self._cut_memo: GenerationalCache = GenerationalCache(memo_limit)  # (shape, cut parents' uids) -> truncation
+        self._trunc_memo: GenerationalCache = GenerationalCache(memo_limit)  # (uid, depth, beyond) -> truncation
         self._lex_memo: GenerationalCache = GenerationalCache(memo_limit)
         _, scan_pairs, accept, _, scan_sets, _ = self._build_set(((0, SELF),))
         self.initial_state = self._intern_state(scan_pairs, accept, False, scan_sets)
@@ -304,7 +302,7 @@ class EarleyParser:
     def memo_tables(self) -> tuple[GenerationalCache, ...]:
         """Every memo table of the parser (each bounded to two generations of ``memo_limit`` entries)."""
         return (self._kernel_memo, self._complete_memo, self._byte_memo, self._expect_memo, self._walk_memo,
-                self._lex_ids, self._lex_memo, self._shape_ids, self._cut_memo)
+                self._lex_ids, self._lex_memo, self._shape_ids, self._cut_memo, self._trunc_memo)
 
     def _row(self, t: int, q: int) -> list[int]:
         row = self._rows[t][q]
@@ -687,12 +685,11 @@ class EarleyParser:
 
     def _cut(self, obj, sources: tuple, depth: int, beyond: EarleySet, rebuild):
         """The truncation of ``obj`` (a state or a set whose origins are ``sources``, in its shape's order):
-        memoized on the object, then by its shape and its sources' truncations; on a miss,
-        ``rebuild(uid -> new uid, truncated sources)`` makes it."""
-        table = obj._trunc
-        if table is None:
-            table = obj._trunc = {}
-        found = table.get((depth, beyond.uid))
+        memoized per object, then by its shape and its sources' truncations; on a miss,
+        ``rebuild(uid -> new uid, truncated sources)`` makes it. (Memo tables of int keys, not a dict on each
+        object: the garbage collector stops scanning the keys, and a dict of objects it would scan for good.)"""
+        memo_key = (obj.uid, depth, beyond.uid)
+        found = self._trunc_memo[memo_key]
         if found is None:
             # the recursion is as deep as the (small) truncation depth, never the input
             cut = [self._truncated_set(s, depth - 1, beyond) for s in sources]
@@ -702,7 +699,7 @@ class EarleyParser:
                 new = {s.uid: c.uid for s, c in zip(sources, cut)}
                 new[SELF] = SELF
                 found = self._cut_memo.put(key, rebuild(new, tuple(cut)))
-            table[(depth, beyond.uid)] = found
+            self._trunc_memo.put(memo_key, found)
         return found
 
     # --------------------------------------------------------------- queries
