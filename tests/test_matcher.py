@@ -690,6 +690,26 @@ def test_eos_mode_brute_force_finite_enumeration(rules, toks, data):
         check_walk(rules, toks, data, finite_lang=lang)
 
 
+def test_substrings_terminal_is_not_read_as_its_literal():
+    """``#substrs"abc"`` has the DFA states of ``"abc"`` and more edges (``b``, ``c``, ``bc`` from the start). With
+    8 or more scan pairs the tables group literal pairs by what they can still match; reading this terminal as
+    the literal lost ``c`` after ``aa`` (a hypothesis find)."""
+    src = (
+        'start ::= (start) #substrs"abc" (n2) | "a";\n'
+        'n1 ::= "a";\n'
+        'n2 ::= "b" | (start)? ("ab")? | "ab";\n'
+    )
+    tokens = {0: b"a", 1: b"b", 2: b"c", 3: b"</s>"}
+    vocab = Vocabulary(tokens, special_ids=(3,), eos_ids=(3,))
+    tables, reference = (Matcher(compile_kbnf(src, vocab, "eos", use_tables)) for use_tables in (True, False))
+    for token in (0, 0):
+        assert tables.allowed_token_ids().tolist() == reference.allowed_token_ids().tolist()
+        tables.accept_token(token)
+        reference.accept_token(token)
+    assert reference.allowed_token_ids().tolist() == [0, 1, 2, 3]
+    assert tables.allowed_token_ids().tolist() == [0, 1, 2, 3]
+
+
 def test_oracle_sanity():
     rules = {"start": [[Term(2), Node("star", [Term(0)])], [Term(1)]]}  # "ab" ("a")* | "b"
     o = Oracle(rules)

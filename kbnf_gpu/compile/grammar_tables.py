@@ -333,7 +333,10 @@ class GrammarTables:
             dfa = self.grammar.dfas[t]
             expr = self.grammar.terminals[t].expr
             chain = None
-            if isinstance(expr, ir.Literal) and dfa.n_states == len(expr.value) + 1:
+            # a literal's DFA states in order, when its edges are exactly the literal's bytes (not so for a
+            # ``#substrs"..."`` or ``#ex"..."`` of that literal: more edges)
+            if (isinstance(expr, ir.Literal) and dfa.n_states == len(expr.value) + 1
+                    and int((np.asarray(dfa.transitions) >= 0).sum()) == len(expr.value)):
                 order = np.arange(dfa.n_states)
                 if not expr.value or (dfa.transitions[order[:-1], np.frombuffer(expr.value, np.uint8)] == order[1:]).all():
                     chain = (expr.value, order)

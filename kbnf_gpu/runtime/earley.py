@@ -49,6 +49,7 @@ iterative.
 from __future__ import annotations
 
 import itertools
+import operator
 import threading
 from collections import defaultdict
 
@@ -693,6 +694,9 @@ class EarleyParser:
         if found is None:
             # the recursion is as deep as the (small) truncation depth, never the input
             cut = [self._truncated_set(s, depth - 1, beyond) for s in sources]
+            if all(map(operator.is_, cut, sources)):  # nothing as deep as ``depth``: the object is its own cut
+                self._trunc_memo.put(memo_key, obj)
+                return obj
             key = (obj.shape, *[s.uid for s in cut])
             found = self._cut_memo[key]
             if found is None:
