@@ -253,6 +253,27 @@ def test_fill_bitmask_layout(list_grammar, extra_words):
     assert int(one[0, t // 32]) >> (t % 32) & 1 == 1
 
 
+def test_fill_bitmask_follows_a_reused_bitmask_whose_memory_changes(list_grammar):
+    """The numpy view of the last bitmask is kept between calls: a tensor given new memory (``set_``) or another
+    tensor (a slice of the same memory too) is written where it lives now, and nothing else is."""
+    size = list_grammar.vocab.size
+    width = (size + 31) // 32
+    m = Matcher(list_grammar)
+    expected = m.allowed_token_ids().tolist()
+    bitmask = torch.zeros((2, width), dtype=torch.int32)
+    m.fill_bitmask(bitmask, 0)
+    m.fill_bitmask(bitmask, 1)  # through the kept view
+    assert decode_bitmask_row(bitmask[1], size) == expected
+    before = bitmask[:]  # another tensor object on the same memory
+    before.fill_(-5)
+    bitmask.set_(torch.full((3, width), -7, dtype=torch.int32))  # the same tensor object, new memory
+    m.fill_bitmask(bitmask, 1)
+    assert decode_bitmask_row(bitmask[1], size) == expected and (bitmask[[0, 2]] == -7).all()
+    assert (before == -5).all(), "written into the memory the tensor had before"
+    m.fill_bitmask(bitmask[1:], 1)  # a slice: row 2 of the whole
+    assert decode_bitmask_row(bitmask[2], size) == expected and (bitmask[0] == -7).all()
+
+
 def test_fill_bitmask_sign_bit_and_high_ids():
     # allowed tokens at ids 0, 31, 63 and 64 (bit 31 is the int32 sign bit)
     tokens = {i: bytes([0x41 + i % 26]) * 2 for i in range(66)}

@@ -19,6 +19,26 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..compile.compiled import CompiledGrammar
 
 
+_last_rows: tuple = (None, 0, None)  # (bitmask, its data pointer, its numpy view): a server passes one every step
+
+
+def _numpy_rows(bitmask: "torch.Tensor") -> np.ndarray | None:
+    """A numpy view of ``bitmask`` if it is a CPU int32 tensor without grad (else ``None``). The last one is kept
+    (with the tensor, so its memory cannot go): asking torch for the view and its checks cost more per step than
+    copying the row itself."""
+    global _last_rows
+    tensor, pointer, rows = _last_rows
+    if tensor is bitmask and rows.shape == bitmask.shape and bitmask.data_ptr() == pointer:
+        return rows
+    import torch
+
+    if not (bitmask.is_cpu and bitmask.dtype == torch.int32 and not bitmask.requires_grad):
+        return None
+    rows = bitmask.numpy()
+    _last_rows = (bitmask, bitmask.data_ptr(), rows)
+    return rows
+
+
 class _Step:
     """One node of the persistent history: the state after a token, linked to the one before."""
 
@@ -80,22 +100,23 @@ class Matcher:
 
     def fill_bitmask(self, bitmask: "torch.Tensor", index: int = 0) -> None:
         """Write the allowed set into row ``index`` of an int32 ``[B, ceil(V/32)]`` bitmask."""
-        import torch
-
-        if self._top.finished:
-            words = np.zeros(bitmask.shape[1], dtype=np.int32)
-        else:
-            words = self.compiled.allowed_bitset(self._top.state).view(np.int32)
         width = bitmask.shape[1]
         if width * 32 < self.compiled.vocab.size:
             raise ValueError(f"bitmask rows hold {width * 32} tokens; the vocabulary has {self.compiled.vocab.size} "
                              f"(use {(self.compiled.vocab.size + 31) // 32} int32 words per row)")
+        if self._top.finished:
+            words = np.zeros(width, dtype=np.int32)
+        else:
+            words = self.compiled.allowed_bitset(self._top.state).view(np.int32)
         n = min(width, words.shape[0])
-        if bitmask.is_cpu and bitmask.dtype == torch.int32 and not bitmask.requires_grad:
-            row = bitmask.numpy()[index]  # a view: one copy of the cached bitset, no temporary
+        rows = _numpy_rows(bitmask)
+        if rows is not None:
+            row = rows[index]  # a view: one copy of the cached bitset, no temporary
             row[:n] = words[:n]
             row[n:] = 0
             return
+        import torch
+
         row = np.zeros(width, dtype=np.int32)
         row[:n] = words[:n]
         bitmask[index].copy_(torch.from_numpy(row))
