@@ -185,6 +185,19 @@ def test_multiple_of_every_spelling(multiple: Decimal, lo: Any, hi: Any, lo_excl
             assert valid or not got, (schema, text)
 
 
+def test_many_spellings_whose_minimal_dfa_is_small_compile() -> None:
+    """A bound met with ``multipleOf`` is a union of ~30 spellings: its subset construction over the raw NFA
+    passed the 10,000-state limit though the minimal DFA has ~1,000 states (a hypothesis find, seed 32); each
+    spelling is now minimized before the union."""
+    bnf = normalize(parse_json_schema({"type": "number", "multipleOf": 0.0004, "maximum": 189}))
+    assert max(d.n_states for d in bnf.dfas) < 2_000
+    parser = EarleyParser(bnf)
+    accepted = {t: check_parser(parser, t).status == "complete"
+                for t in ("189", "188.9996", "0.0008", "-5.0012", "1.89e2", "189.0004", "0.0002", "1.00041", "190")}
+    assert accepted == {"189": True, "188.9996": True, "0.0008": True, "-5.0012": True, "1.89e2": True,
+                        "189.0004": False, "0.0002": False, "1.00041": False, "190": False}
+
+
 @pytest.mark.parametrize("k", [9, 11, 16, 97, 456])
 @pytest.mark.parametrize("bounds", [{}, {"minimum": 0}, {"exclusiveMinimum": 0}, {"maximum": 0}],
                          ids=["all", "min0", "exmin0", "max0"])

@@ -195,7 +195,17 @@ def _compile(root: Node, max_states: int, ctx: _Context) -> ByteDFA:
             return DFALeaf(_determinized(node, max_states, nfa_limit, ctx))
         return node
 
-    return _determinized(root, max_states, nfa_limit, ctx, on_pattern)
+    try:
+        return _determinized(root, max_states, nfa_limit, ctx, on_pattern)
+    except DFATooLarge:
+        if not isinstance(root, ir.Alternation) or len(root.options) < 2:
+            raise
+    # A union of many spellings (a JSON Schema number with bounds and ``multipleOf``) can pass the limit in the
+    # subset construction over its raw NFA while its minimal DFA is small (10,000+ subsets for 1,008 states):
+    # minimize each option first, then determinize their union. Options are not split further, and every
+    # determinization ticks the compile budget.
+    leaves = tuple(DFALeaf(_determinized(option, max_states, nfa_limit, ctx, on_pattern)) for option in root.options)
+    return _determinized(ir.Alternation(leaves), max_states, nfa_limit, ctx, on_pattern)
 
 
 def _determinized(
