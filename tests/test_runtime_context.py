@@ -13,6 +13,7 @@ from __future__ import annotations
 import gc
 import itertools
 import random
+import weakref
 
 import numpy as np
 import pytest
@@ -23,7 +24,7 @@ from bnf_oracle import BnfOracle
 from kbnf_gpu import CompileConfig, Matcher, Vocabulary, compile_grammar, ir
 from kbnf_gpu.grammars import JSON_KBNF
 from kbnf_gpu.normalize import NormalizeConfig, normalize
-from kbnf_gpu.runtime.caches import GenerationalCache
+from kbnf_gpu.runtime.caches import GenerationalCache, WeakTable
 from kbnf_gpu.runtime.earley import DEAD, SELF, TOP, EarleyParser
 from kbnf_gpu.runtime.masks import RESOLUTION_STAGES, TRUNCATION_DEPTH
 
@@ -252,6 +253,52 @@ def test_generational_cache_is_bounded_and_keeps_recent_entries():
     for i in range(4):
         cache.put(("more", i), i)
     assert cache["old"] == 1
+
+
+class _Value:
+    """A weakly referable cache value (to see when a cache lets go of it)."""
+
+
+def test_generational_cache_releases_an_evicted_generation_a_little_per_store():
+    """Evicting a generation must not free all its objects in one store (that was a 1-3 ms step in a long trace)."""
+    cache = GenerationalCache(100)
+    first = [_Value() for _ in range(100)]
+    refs = [weakref.ref(v) for v in first]
+    for i, v in enumerate(first):
+        cache.put(("first", i), v)
+    del first, v
+    for i in range(101):  # two turns: the first generation becomes the old one, then the evicted one
+        cache.put(("filler", i), _Value())
+    assert all(cache[("first", i)] is None for i in range(100))
+    alive = sum(r() is not None for r in refs)
+    assert alive == 100  # evicted, not yet released
+    for i in range(60):
+        cache.put(("more", i), _Value())
+        now = sum(r() is not None for r in refs)
+        assert alive - now <= 2
+        alive = now
+    assert alive == 0  # released before the next turn
+    assert len(cache) <= 200
+
+
+def test_weak_table_drops_dead_entries_a_few_per_store_and_stays_bounded():
+    table = WeakTable()
+    live = []
+    dropped_at_once = 0
+    for i in range(20_000):
+        value = _Value()
+        if i % 10 == 0:
+            live.append(value)  # one in ten stays alive
+        before = len(table.data)
+        table[("key", i)] = value
+        dropped_at_once = max(dropped_at_once, before + 1 - len(table.data))
+        assert len(table.data) <= max(1.5 * WeakTable.MIN_SWEEP, 4 * len(live))
+    assert dropped_at_once <= 2
+    del value
+    assert len(table) == len(live)
+    assert all(table[("key", 10 * j)] is v for j, v in enumerate(live))
+    for j in range(len(live)):
+        assert table.get(("key", 10 * j + 1)) is None
 
 
 # ------------------------------------------------------------ run fusion
