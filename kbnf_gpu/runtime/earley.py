@@ -313,10 +313,11 @@ class EarleyParser:
 
     # --------------------------------------------------------------- closure
 
-    def _complete(self, lhs: int, origin: int) -> tuple[tuple, EarleySet]:
-        """((items advanced by completing ``lhs`` that started at set ``origin``, whether that accepts, whether it
-        reached ``TOP``), the set that keeps the items' origins alive). The caller holds the set while it uses the
-        items: the memo entry that also holds it may be evicted meanwhile (by another thread, too)."""
+    def _complete(self, lhs: int, origin: int) -> tuple:
+        """(items advanced by completing ``lhs`` that started at set ``origin``, whether that accepts, whether it
+        reached ``TOP``). The items start in ``origin`` or its parents: alive while the caller, which holds
+        ``origin``, uses them. So the memo entry holds no set (a tuple of ints the garbage collector stops
+        scanning); once ``origin`` is freed its entry is never looked up again (uids are never reused)."""
         key = (lhs, origin)
         hit = self._complete_memo[key]
         if hit is not None:
@@ -336,8 +337,7 @@ class EarleyParser:
         else:
             uid = earley_set.uid
             result = (tuple((p + 1, uid if o == SELF else o) for p, o in earley_set.waiting.get(lhs, ())), False, False)
-        # the entry holds the set: the advanced items start in it or its parents
-        return self._complete_memo.put(key, (result, earley_set))
+        return self._complete_memo.put(key, result)
 
     def _build_set(self, kernel: tuple) -> tuple[EarleySet, tuple, bool, bool, tuple]:
         """Close ``kernel`` (items whose origins are alive) into an Earley set.
@@ -361,7 +361,6 @@ class EarleyParser:
         closures: list[_Prediction] = []  # the context-free part: everything predicted, as precomputed closures
         accept = False
         touched = False
-        held: list[EarleySet] = []  # the origins of advanced items stay alive until the set is interned
         while agenda:
             item = agenda.pop()
             p, origin = item
@@ -372,8 +371,7 @@ class EarleyParser:
                     continue
                 if origin == SELF:
                     continue  # an ε-completion: handled when the nullable symbol was predicted
-                (advanced, accepts, reached_top), holder = self._complete(pos_lhs[p], origin)
-                held.append(holder)
+                advanced, accepts, reached_top = self._complete(pos_lhs[p], origin)
                 accept = accept or accepts
                 touched = touched or reached_top
                 for new in advanced:
