@@ -204,7 +204,7 @@ class EarleyParser:
         self._trunc_memo: GenerationalCache = GenerationalCache(memo_limit)  # (uid, depth, beyond) -> truncation
         self._lex_memo: GenerationalCache = GenerationalCache(memo_limit)
         _, scan_pairs, accept, _, scan_sets, _ = self._build_set(((0, SELF),))
-        self.initial_state = self._intern_state(scan_pairs, accept, False, scan_sets)
+        self.initial_state = self._intern_state(scan_pairs, accept, False, _held(scan_sets))
 
     # ------------------------------------------------------------ interning
 
@@ -339,14 +339,16 @@ class EarleyParser:
             result = (tuple((p + 1, uid if o == SELF else o) for p, o in earley_set.waiting.get(lhs, ())), False, False)
         return self._complete_memo.put(key, result)
 
-    def _build_set(self, kernel: tuple) -> tuple[EarleySet, tuple, bool, bool, tuple]:
+    def _build_set(self, kernel: tuple) -> tuple:
         """Close ``kernel`` (items whose origins are alive) into an Earley set.
 
         Returns the interned set, its scan pairs ``(position, origin, terminal,
         0)`` (origins resolved; terminals that can consume a byte), whether the
         start symbol completed here, whether a completion reached ``TOP`` (then
         readings are missing), the sets the pairs start in (to keep alive
-        with a state made of them), and the pairs' ``_lex_id``.
+        with a state made of them; as ``_holding`` keeps them: most are one
+        set, and a 1-tuple per memo entry is one more object for every garbage
+        collection), and the pairs' ``_lex_id``.
         """
         key = tuple(sorted(kernel))
         hit = self._kernel_memo[key]
@@ -421,7 +423,7 @@ class EarleyParser:
             scan_uids.add(uid)
         pairs = itertools.chain(own, *predicted_pairs)
         scan_pairs = tuple(dict.fromkeys(pairs) if len(predicted_pairs) + bool(own) > 1 else pairs)
-        scan_sets = tuple(earley_set if u == uid else set_by_uid[u] for u in scan_uids)
+        scan_sets = _holding(tuple(earley_set if u == uid else set_by_uid[u] for u in scan_uids))
         return self._kernel_memo.put(key, (earley_set, scan_pairs, accept, touched, scan_sets,
                                            self._lex_id(scan_pairs)))
 
@@ -543,7 +545,7 @@ class EarleyParser:
             _, scan_pairs, accept, touched, scan_sets, _ = self._build_set(tuple(completed))
             lossy = lossy or touched
             pairs.extend(scan_pairs)
-            sets = sets + scan_sets
+            sets = sets + _held(scan_sets)
         return self._byte_memo.put(key, self._intern_state(tuple(pairs), accept, lossy, sets))
 
     def step_token(self, state: ParserState, data: bytes) -> tuple[ParserState, bool]:
@@ -585,7 +587,7 @@ class EarleyParser:
             _, starts, accept_here, touched, scan_sets, lex = self._build_set(
                 tuple(dict.fromkeys(completions.pop(k))))
             lossy = lossy or touched
-            sets = sets + scan_sets
+            sets = sets + _held(scan_sets)
             passed = passed or accept_here
             if k == n:
                 final.extend(starts)
