@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from conftest import compile_config
 from kbnf_gpu import Matcher, TokenRejected, Vocabulary, compile_grammar
+from kbnf_gpu.runtime import matcher as matcher_module
 
 CONFIGS = [False, True]  # the exact reference mask and the tables
 
@@ -228,8 +229,11 @@ def decode_bitmask_row(row: torch.Tensor, size: int) -> list[int]:
     return np.flatnonzero(bits[:size]).tolist()
 
 
+@pytest.mark.parametrize("numpy_view", [True, False], ids=["numpy-view", "torch-copy"])
 @pytest.mark.parametrize("extra_words", [0, 2])
-def test_fill_bitmask_layout(list_grammar, extra_words):
+def test_fill_bitmask_layout(list_grammar, extra_words, numpy_view, monkeypatch):
+    if not numpy_view:  # the path a tensor numpy cannot view takes (a GPU bitmask)
+        monkeypatch.setattr(matcher_module, "_numpy_rows", lambda bitmask: None)
     size = list_grammar.vocab.size
     width = (size + 31) // 32 + extra_words
     matchers = [Matcher(list_grammar) for _ in range(4)]

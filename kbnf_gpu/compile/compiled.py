@@ -199,17 +199,26 @@ class CompiledGrammar:
 
     def allowed_bitset(self, state: ParserState) -> np.ndarray:
         """The allowed set as read-only ``uint32[ceil(V/32)]`` words (bit t%32 of word t//32)."""
+        return self._packed(state).bits
+
+    def bitmask_words(self, state: ParserState) -> np.ndarray:
+        """``allowed_bitset`` as read-only ``int32`` words (the same memory), as vLLM-style bitmasks hold them."""
+        return self._packed(state).words
+
+    def _packed(self, state: ParserState) -> Mask:
+        """The state's mask with its packed bitset (computed once per mask, shared by every state with it)."""
         mask = self.mask(state)
-        bits = mask.bits
-        if bits is None:
+        if mask.bits is None:
             bits = np.zeros(self.words, dtype=np.uint32)
             if mask.rows.size:
                 np.bitwise_or.reduce(self.dense_rows[mask.rows], axis=0, out=bits)
             extras = mask.extras
             if extras.size:
                 np.bitwise_or.at(bits, extras >> 5, (np.uint32(1) << (extras & 31).astype(np.uint32)))
-            mask.bits = _frozen(bits)
-        return bits
+            bits = _frozen(bits)
+            mask.words = bits.view(np.int32)  # before ``bits``: another thread that sees ``bits`` reads it
+            mask.bits = bits
+        return mask
 
     def allowed_ids(self, state: ParserState) -> np.ndarray:
         """Sorted read-only int32 ids of the allowed tokens in ``state``."""

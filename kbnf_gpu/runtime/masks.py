@@ -55,12 +55,13 @@ class Mask:
     packed bitset and the id list are computed on first use and kept here.
     """
 
-    __slots__ = ("rows", "extras", "bits", "ids", "row_keys", "pool_slots")
+    __slots__ = ("rows", "extras", "bits", "words", "ids", "row_keys", "pool_slots")
 
     def __init__(self, rows: np.ndarray, extras: np.ndarray) -> None:
         self.rows = rows
         self.extras = extras
         self.bits: np.ndarray | None = None
+        self.words: np.ndarray | None = None  # ``bits`` viewed as int32
         self.ids: np.ndarray | None = None
         self.row_keys: tuple[bytes, ...] | None = None  # content digests of ``rows`` (device pool addresses)
         # (pool, its eviction count, slots of ``rows``): valid while that pool has evicted nothing since

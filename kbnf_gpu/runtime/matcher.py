@@ -28,7 +28,7 @@ def _numpy_rows(bitmask: "torch.Tensor") -> np.ndarray | None:
     copying the row itself."""
     global _last_rows
     tensor, pointer, rows = _last_rows
-    if tensor is bitmask and rows.shape == bitmask.shape and bitmask.data_ptr() == pointer:
+    if tensor is bitmask and bitmask.data_ptr() == pointer and rows.shape == bitmask.shape:
         return rows
     import torch
 
@@ -100,25 +100,29 @@ class Matcher:
 
     def fill_bitmask(self, bitmask: "torch.Tensor", index: int = 0) -> None:
         """Write the allowed set into row ``index`` of an int32 ``[B, ceil(V/32)]`` bitmask."""
-        width = bitmask.shape[1]
-        if width * 32 < self.compiled.vocab.size:
-            raise ValueError(f"bitmask rows hold {width * 32} tokens; the vocabulary has {self.compiled.vocab.size} "
-                             f"(use {(self.compiled.vocab.size + 31) // 32} int32 words per row)")
-        if self._top.finished:
-            words = np.zeros(width, dtype=np.int32)
-        else:
-            words = self.compiled.allowed_bitset(self._top.state).view(np.int32)
-        n = min(width, words.shape[0])
         rows = _numpy_rows(bitmask)
+        width = bitmask.shape[1] if rows is None else rows.shape[1]
+        vocab_size = self.compiled.vocab.size
+        if width * 32 < vocab_size:
+            raise ValueError(f"bitmask rows hold {width * 32} tokens; the vocabulary has {vocab_size} "
+                             f"(use {(vocab_size + 31) // 32} int32 words per row)")
+        # ``words`` has ceil(V / 32) <= width entries; words beyond them are zeroed
+        words = None if self._top.finished else self.compiled.bitmask_words(self._top.state)
         if rows is not None:
-            row = rows[index]  # a view: one copy of the cached bitset, no temporary
-            row[:n] = words[:n]
-            row[n:] = 0
+            if words is None:
+                rows[index] = 0
+            elif words.shape[0] == width:
+                rows[index] = words  # one copy of the cached bitset straight into the caller's row
+            else:
+                row = rows[index]
+                row[: words.shape[0]] = words
+                row[words.shape[0]:] = 0
             return
         import torch
 
         row = np.zeros(width, dtype=np.int32)
-        row[:n] = words[:n]
+        if words is not None:
+            row[: words.shape[0]] = words
         bitmask[index].copy_(torch.from_numpy(row))
 
     def mask_parts(self) -> tuple[np.ndarray, np.ndarray] | None:
