@@ -23,7 +23,8 @@ from typing import Any, Callable, Hashable, Iterator, Optional
 
 
 class GenerationalCache(dict):
-    """A memo table bounded to ``2 * limit`` entries: ``cache[key]`` is the value or ``None``; ``put`` stores."""
+    """A memo table of at most ``2 * limit`` entries (plus an evicted generation of at most ``limit``, released
+    two entries per store): ``cache[key]`` is the value or ``None``; ``put`` stores."""
 
     __slots__ = ("limit", "_old", "_evicted")
 
