@@ -735,7 +735,7 @@ _STATE_WALK_MAX = 1 << 18  # ids and accept positions kept per walk (at most ~6 
 _events: "OrderedDict[tuple[str, str], AcceptEvents]" = OrderedDict()
 _state_walks: "OrderedDict[tuple[str, str, int], tuple[np.ndarray, np.ndarray, np.ndarray]]" = OrderedDict()
 _TRIE_CACHE_SIZE = 8  # vocabularies whose row orders and first-byte counts are kept
-_by_length: "OrderedDict[str, tuple[np.ndarray, np.ndarray, list[int]]]" = OrderedDict()
+_by_length: "OrderedDict[str, tuple[np.ndarray, list[np.ndarray], list[int]]]" = OrderedDict()
 _first_byte_rows: "OrderedDict[str, np.ndarray]" = OrderedDict()
 _first_two_bytes_rows: "OrderedDict[str, tuple[np.ndarray, np.ndarray]]" = OrderedDict()
 _level_cache: "OrderedDict[str, tuple[np.ndarray, ...]]" = OrderedDict()
@@ -805,7 +805,7 @@ def _walk_one_state(trie: TokenTrie, dfa: DFALike, q: int) -> tuple[np.ndarray, 
         for k, idx, state in _columns(trie, dfa, q):
             going_on = np.searchsorted(idx, _more_than(longer, k))
             ended.append(idx[going_on:][state[going_on:] >= 0])
-            hit_rows = order[idx[:going_on][acc[state[:going_on]]]]  # acc[-1] (dead) is False
+            hit_rows = order[idx[np.flatnonzero(np.take(acc, state[:going_on], mode="wrap"))]]  # acc[-1]: dead
             rows.append(hit_rows)
             ks.append(np.full(hit_rows.shape[0], k, dtype=np.int64))
         return (trie.row_ids[order[_cat(ended)]].astype(np.int64), _cat(rows).astype(np.int64),
@@ -860,25 +860,30 @@ def _columns(trie: TokenTrie, dfa: DFALike, q: int):
     """The DFA run from ``q`` over every row at once, one byte column at a time. After byte ``k`` yields
     ``(k, idx, state)``: the rows with at least ``k`` bytes that may still be alive (indices in
     ``_longest_first`` order, ascending) and their states after those bytes (-1: dead). Rows run as one
-    contiguous block while most are alive (a string body); once most are dead, only the live ones go on."""
+    contiguous block while most are alive (a string body); once most are dead, only the live ones go on.
+    States are ``int32`` and each column's bytes a contiguous array: the walk is bound by memory traffic."""
     flat_t, _ = _padded(dfa)
-    _, starts, longer = _longest_first(trie)
+    _, columns, longer = _longest_first(trie)
     n = _more_than(longer, 0)
     every = np.arange(n, dtype=np.int64)
-    state = np.full(n, q, dtype=np.int64)
+    state = np.full(n, q, dtype=np.int32)
     idx = None  # None: the rows are the first ``n`` (a block); else the live ones
     for k in range(1, len(longer) + 1):
+        column = columns[k - 1]
         if idx is None:
-            state[:n] = flat_t[state[:n] * 256 + trie.flat[starts[:n] + (k - 1)]]
-            live = np.count_nonzero(state[:n] >= 0)
+            block = state[:n]
+            block *= 256
+            block += column[:n]
+            np.take(flat_t, block, out=block, mode="wrap")  # wrap: -1 * 256 + b reads the dead row
+            live = np.count_nonzero(block >= 0)
             if live * 4 < n:
-                idx = np.flatnonzero(state[:n] >= 0)
-                state = state[idx]
+                idx = np.flatnonzero(block >= 0)
+                state = block[idx]
                 yield k, idx, state
             else:
-                yield k, every[:n], state[:n]
+                yield k, every[:n], block
         else:
-            state = flat_t[state * 256 + trie.flat[starts[idx] + (k - 1)]]
+            state = flat_t[state * 256 + column[idx]]
             alive = np.flatnonzero(state >= 0)
             idx, state = idx[alive], state[alive]
             yield k, idx, state
@@ -890,13 +895,16 @@ def _columns(trie: TokenTrie, dfa: DFALike, q: int):
             idx, state = idx[:going_on], state[:going_on]
 
 
-def _longest_first(trie: TokenTrie) -> tuple[np.ndarray, np.ndarray, list[int]]:
-    """Rows longest first, their starts in ``trie.flat``, and per ``j`` how many have more than ``j`` bytes."""
-    def build() -> tuple[np.ndarray, np.ndarray, list[int]]:
+def _longest_first(trie: TokenTrie) -> tuple[np.ndarray, list[np.ndarray], list[int]]:
+    """Rows longest first; per byte position ``j``, the ``j``-th bytes of the rows that have one (in that
+    order, contiguous); and per ``j`` how many rows have more than ``j`` bytes."""
+    def build() -> tuple[np.ndarray, list[np.ndarray], list[int]]:
         order = np.argsort(-trie.row_len, kind="stable")
         per_length = np.bincount(trie.row_len, minlength=trie.max_len + 1)
-        longer = per_length[::-1].cumsum()[::-1][1:].tolist()
-        return order, trie.row_start[order], [n for n in longer if n]
+        longer = [n for n in per_length[::-1].cumsum()[::-1][1:].tolist() if n]
+        starts = trie.row_start[order]
+        columns = [_frozen(trie.flat[starts[:n] + j]) for j, n in enumerate(longer)]
+        return order, columns, longer
 
     return lru_get(_by_length, _lock, trie.fingerprint, _TRIE_CACHE_SIZE, build)
 
