@@ -289,14 +289,14 @@ def _walk_levels(
     acc256 = np.zeros(table.shape[0], dtype=bool)
     acc256[::256] = acc
     h = origins.shape[0]
-    parent, end_ptr, end_local, end_tokens = _levels(trie)
+    parent, end_ptr, end_local, end_tokens, passes = _levels(trie)
     by_token = np.zeros((trie.vocab_size if inside else 0, -(-h // 8)), dtype=np.uint8)  # bit i: origin i
     ev_n: list[np.ndarray] = []
     ev_q: list[np.ndarray] = []
     block = (origins * 256)[None, :]  # the root's states
     for depth in range(1, trie.max_len + 1):
         lo, hi = int(trie.depth_start[depth]), int(trie.depth_start[depth + 1])
-        block = table[block[parent[lo:hi]] + trie.node_byte[lo:hi, None]]
+        block = np.take(table, block[parent[lo:hi]] + trie.node_byte[lo:hi, None], mode="wrap")  # -256 + b: dead
         alive = block >= 0
         n_live = int(np.count_nonzero(alive))
         if not n_live:
@@ -305,7 +305,9 @@ def _walk_levels(
             ends = end_local[end_ptr[depth]:end_ptr[depth + 1]]
             _put_rows(by_token, end_tokens[end_ptr[depth]:end_ptr[depth + 1]],
                       np.packbits(alive[ends], axis=1, bitorder="little"))
-        i, j = np.nonzero(acc256[block] & trie.node_passes[lo:hi, None])
+        passing = passes[depth]  # nodes some token goes on from (most deep nodes end their token)
+        i, j = np.nonzero(np.take(acc256, block[passing], mode="wrap"))
+        i = passing[i]
         ev_n.append(i.astype(np.int32) + np.int32(lo))
         ev_q.append(origins[j])
         if n_live * _LEVEL_SPARSE < alive.size and depth < trie.max_len:
@@ -322,11 +324,12 @@ def _walk_levels(
     return _rows_of_token_bits(by_token, h), _cat(ev_n), _cat(ev_q)
 
 
-def _levels(trie: TokenTrie) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def _levels(trie: TokenTrie) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[np.ndarray]]:
     """What :func:`_walk_levels` reads per depth (memoized per trie): each node's parent numbered within its
-    depth, ``int32 [N]``; and the tokens ending at each depth, ``end_local[end_ptr[d]:end_ptr[d + 1]]`` (their
-    nodes, numbered within depth ``d``) with ``end_tokens`` (their ids), one entry per token."""
-    def build() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    depth, ``int32 [N]``; the tokens ending at each depth, ``end_local[end_ptr[d]:end_ptr[d + 1]]`` (their
+    nodes, numbered within depth ``d``) with ``end_tokens`` (their ids), one entry per token; and per depth
+    the nodes (numbered within it) that some token passes through."""
+    def build() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[np.ndarray]]:
         depth = trie.node_depth
         first = trie.depth_start[np.maximum(depth - 1, 0)]
         parent = ((trie.child_key >> 8) - first).astype(np.int32)
@@ -334,7 +337,9 @@ def _levels(trie: TokenTrie) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.nda
         ends, rows = _token_ends(trie)
         end_ptr = np.searchsorted(ends, trie.depth_start).astype(np.int64)
         end_local = (ends - trie.depth_start[trie.node_depth[ends]]).astype(np.int32)
-        return tuple(_frozen(x) for x in (parent, end_ptr, end_local, trie.row_ids[rows].astype(np.int64)))
+        passes = [_frozen(np.flatnonzero(trie.node_passes[int(trie.depth_start[d]):int(trie.depth_start[d + 1])]))
+                  for d in range(trie.max_len + 1)]
+        return (*(_frozen(x) for x in (parent, end_ptr, end_local, trie.row_ids[rows].astype(np.int64))), passes)
 
     return lru_get(_level_cache, _lock, trie.fingerprint, _TRIE_CACHE_SIZE, build)
 
