@@ -281,6 +281,21 @@ def test_generational_cache_releases_an_evicted_generation_a_little_per_store():
     assert len(cache) <= 200
 
 
+def test_generational_cache_tolerates_an_evicted_generation_emptied_under_it():
+    """Another thread may take the last evicted entry between a store's check and its pop."""
+
+    class EmptiedOnCheck(dict):
+        def __len__(self) -> int:
+            n = dict.__len__(self)
+            self.clear()  # as if another thread popped it right after this check
+            return n
+
+    cache = GenerationalCache(4)
+    cache._evicted = EmptiedOnCheck({"gone": 1})
+    cache.put("key", "value")
+    assert cache["key"] == "value"
+
+
 def test_weak_table_drops_dead_entries_a_few_per_store_and_stays_bounded():
     table = WeakTable()
     live = []

@@ -17,7 +17,7 @@ import torch
 
 from kbnf_gpu import Matcher, compile_grammar
 from kbnf_gpu.grammars import JSON_KBNF
-from kbnf_gpu.runtime.caches import WeakTable
+from kbnf_gpu.runtime.caches import GenerationalCache, WeakTable
 from kbnf_gpu.runtime.earley import SELF, EarleyParser
 from integration_support import greedy_tokens
 
@@ -186,3 +186,48 @@ def test_compiles_pause_the_garbage_collector_until_the_last_one_ends(monkeypatc
         assert not gc.isenabled()  # the caller's choice stands
     finally:
         gc.enable()
+
+
+def test_generational_cache_and_weak_table_under_racing_threads():
+    """Stores from several threads race through turns of generations, the release of evicted ones and the sweeps
+    of a ``WeakTable``: no exception, and whatever is found is what was stored under that key."""
+    cache = GenerationalCache(16)
+    table = WeakTable()
+    lock = threading.Lock()
+    errors: list[BaseException] = []
+
+    class Value:
+        def __init__(self, n: int) -> None:
+            self.n = n
+
+    def work(seed: int) -> None:
+        rng = random.Random(seed)
+        kept = []
+        try:
+            for i in range(10_000):
+                key = rng.randrange(200)
+                found = cache[key]
+                assert found is None or found.n == key
+                cache.put(key, Value(key))
+                value = Value(i)
+                if i % 7 == 0:
+                    kept.append(value)
+                with lock:  # WeakTable writers hold their owner's lock; readers do not
+                    table[(seed, i)] = value
+                probe = table.get((seed, rng.randrange(i + 1)))
+                assert probe is None or probe.n <= i
+        except BaseException as err:  # noqa: BLE001 - reported below
+            errors.append(err)
+
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        threads = [threading.Thread(target=work, args=(s,)) for s in range(4)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+    finally:
+        sys.setswitchinterval(old)
+    assert not errors, errors
+    assert len(cache) <= 32

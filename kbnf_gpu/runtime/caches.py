@@ -44,9 +44,11 @@ class GenerationalCache(dict):
         """Store ``value`` (not ``None``) and return it."""
         evicted = self._evicted
         if evicted:
-            evicted.popitem()
-            if evicted:
+            try:
                 evicted.popitem()
+                evicted.popitem()
+            except KeyError:  # emptied (here or by another thread between the check and the pop)
+                pass
         if dict.__len__(self) >= self.limit and key not in self:
             # ``limit`` stores have passed since the last turn: two per store emptied ``_evicted`` long ago
             self._evicted = self._old
