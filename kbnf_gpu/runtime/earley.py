@@ -674,37 +674,46 @@ class EarleyParser:
         """``state`` with every origin more than ``depth`` completions away replaced by ``beyond`` (``TOP`` or ``ANY``)."""
         if not state.pairs:  # DEAD, DEAD_UNKNOWN, or a sentence with nothing left to read: no context to cut
             return state
-        return self._cut(state, state.origins, depth, beyond, lambda new, cut: self._intern_state(
-            tuple([(p, new[o], t, q) for p, o, t, q in state.pairs]), state.accepting, state.lossy, cut))
+        memo_key = (state.uid, depth, beyond.uid)
+        found = self._trunc_memo[memo_key]
+        if found is None:
+            found = self._cut(state, state.origins, depth, beyond, memo_key, self._rebuilt_state)
+        return found
 
     def _truncated_set(self, earley_set: EarleySet, depth: int, beyond: EarleySet) -> EarleySet:
         if depth <= 0 or earley_set is TOP or earley_set is ANY:
             return beyond
-        return self._cut(earley_set, earley_set.parents, depth, beyond, lambda new, cut: self._intern_set(
-            {sym: tuple([(p, new[o]) for p, o in items]) for sym, items in earley_set.waiting.items()},
-            {sym: (y, new[o]) for sym, (y, o) in earley_set.leo.items()}, cut))
-
-    def _cut(self, obj, sources: tuple, depth: int, beyond: EarleySet, rebuild):
-        """The truncation of ``obj`` (a state or a set whose origins are ``sources``, in its shape's order):
-        memoized per object, then by its shape and its sources' truncations; on a miss,
-        ``rebuild(uid -> new uid, truncated sources)`` makes it. (Memo tables of int keys, not a dict on each
-        object: the garbage collector stops scanning the keys, and a dict of objects it would scan for good.)"""
-        memo_key = (obj.uid, depth, beyond.uid)
+        memo_key = (earley_set.uid, depth, beyond.uid)
         found = self._trunc_memo[memo_key]
         if found is None:
-            # the recursion is as deep as the (small) truncation depth, never the input
-            cut = [self._truncated_set(s, depth - 1, beyond) for s in sources]
-            if all(map(operator.is_, cut, sources)):  # nothing as deep as ``depth``: the object is its own cut
-                self._trunc_memo.put(memo_key, obj)
-                return obj
-            key = (obj.shape, *[s.uid for s in cut])
-            found = self._cut_memo[key]
-            if found is None:
-                new = {s.uid: c.uid for s, c in zip(sources, cut)}
-                new[SELF] = SELF
-                found = self._cut_memo.put(key, rebuild(new, tuple(cut)))
-            self._trunc_memo.put(memo_key, found)
+            found = self._cut(earley_set, earley_set.parents, depth, beyond, memo_key, self._rebuilt_set)
         return found
+
+    def _rebuilt_state(self, state: ParserState, new: dict, cut: tuple) -> ParserState:
+        return self._intern_state(tuple([(p, new[o], t, q) for p, o, t, q in state.pairs]), state.accepting,
+                                  state.lossy, cut)
+
+    def _rebuilt_set(self, earley_set: EarleySet, new: dict, cut: tuple) -> EarleySet:
+        waiting = {sym: tuple([(p, new[o]) for p, o in items]) for sym, items in earley_set.waiting.items()}
+        return self._intern_set(waiting, {sym: (y, new[o]) for sym, (y, o) in earley_set.leo.items()}, cut)
+
+    def _cut(self, obj, sources: tuple, depth: int, beyond: EarleySet, memo_key: tuple, rebuild):
+        """The truncation of ``obj`` (a state or a set whose origins are ``sources``, in its shape's order) that
+        ``_trunc_memo[memo_key]`` lacks: memoized by its shape and its sources' truncations; on a miss,
+        ``rebuild(obj, uid -> new uid, truncated sources)`` makes it. (Memo tables of int keys, not a dict on
+        each object: the garbage collector stops scanning the keys, and a dict of objects it would scan for
+        good.)"""
+        # the recursion is as deep as the (small) truncation depth, never the input
+        cut = [self._truncated_set(s, depth - 1, beyond) for s in sources]
+        if all(map(operator.is_, cut, sources)):  # nothing as deep as ``depth``: the object is its own cut
+            return self._trunc_memo.put(memo_key, obj)
+        key = (obj.shape, *[s.uid for s in cut])
+        found = self._cut_memo[key]
+        if found is None:
+            new = {s.uid: c.uid for s, c in zip(sources, cut)}
+            new[SELF] = SELF
+            found = self._cut_memo.put(key, rebuild(obj, new, tuple(cut)))
+        return self._trunc_memo.put(memo_key, found)
 
     # --------------------------------------------------------------- queries
 
