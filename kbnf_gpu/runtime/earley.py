@@ -204,7 +204,7 @@ class EarleyParser:
         self._trunc_memo: GenerationalCache = GenerationalCache(memo_limit)  # (uid, depth, beyond) -> truncation
         self._lex_memo: GenerationalCache = GenerationalCache(memo_limit)
         _, scan_pairs, accept, _, scan_sets, _ = self._build_set(((0, SELF),))
-        self.initial_state = self._intern_state(scan_pairs, accept, False, _held(scan_sets))
+        self.initial_state = self._intern_state(scan_pairs, accept, False, (scan_sets,))
 
     # ------------------------------------------------------------ interning
 
@@ -227,8 +227,9 @@ class EarleyParser:
                     self._sets[key] = found
         return found
 
-    def _intern_state(self, pairs: tuple, accepting: bool, lossy: bool, sets: tuple) -> ParserState:
-        """The state of ``pairs``; ``sets`` must include every set a pair starts in (kept alive by the state)."""
+    def _intern_state(self, pairs: tuple, accepting: bool, lossy: bool, held: list | tuple) -> ParserState:
+        """The state of ``pairs``. ``held``: holdings (a set, or a tuple of sets, as ``_holding`` makes them) that
+        include every set a pair starts in (kept alive by the state); flattened only for a new state."""
         if not pairs and not accepting:
             return DEAD_UNKNOWN if lossy else DEAD
         pairs = tuple(sorted(set(pairs)))
@@ -237,7 +238,13 @@ class EarleyParser:
         found = None if ref is None else ref()
         if found is None:
             shape, order = self._shape(key)
-            by_uid = {s.uid: s for s in sets}
+            by_uid = {}
+            for holding in held:
+                if type(holding) is EarleySet:
+                    by_uid[holding.uid] = holding
+                else:
+                    for s in holding:
+                        by_uid[s.uid] = s
             origins = tuple(by_uid[u] for u in order)
             lex = self._lex_id(pairs)
             with self._lock:
@@ -540,13 +547,13 @@ class EarleyParser:
                     completed.append((p + 1, o))
         accept = False
         lossy = state.lossy
-        sets = state.origins
+        held = [state._origins]
         if completed:
             _, scan_pairs, accept, touched, scan_sets, _ = self._build_set(tuple(completed))
             lossy = lossy or touched
             pairs.extend(scan_pairs)
-            sets = sets + _held(scan_sets)
-        return self._byte_memo.put(key, self._intern_state(tuple(pairs), accept, lossy, sets))
+            held.append(scan_sets)
+        return self._byte_memo.put(key, self._intern_state(tuple(pairs), accept, lossy, held))
 
     def step_token(self, state: ParserState, data: bytes) -> tuple[ParserState, bool]:
         """(state after ``data``, whether the input was a sentence at a byte boundary after the first byte).
@@ -561,7 +568,7 @@ class EarleyParser:
         n = len(data)
         lex_step = self._lex_step
         lossy = state.lossy
-        sets = state.origins
+        held = [state._origins]  # what keeps the pairs' origins alive (flattened only for a new state)
         final: list = []
         completions: dict[int, list] = {}
         starts = state.pairs
@@ -587,7 +594,7 @@ class EarleyParser:
             _, starts, accept_here, touched, scan_sets, lex = self._build_set(
                 tuple(dict.fromkeys(completions.pop(k))))
             lossy = lossy or touched
-            sets = sets + _held(scan_sets)
+            held.append(scan_sets)
             passed = passed or accept_here
             if k == n:
                 final.extend(starts)
@@ -595,7 +602,7 @@ class EarleyParser:
                 break
         if not final and not accept:
             return (DEAD_UNKNOWN if lossy else DEAD), passed
-        return self._intern_state(tuple(final), accept, lossy, sets), passed
+        return self._intern_state(tuple(final), accept, lossy, held), passed
 
     def _lex_step(self, lex: int, pairs: tuple, data: bytes) -> tuple:
         """The pairs (of ``_lex_id`` ``lex``) that survive ``data`` or complete inside it: ``(index in pairs, final
@@ -691,7 +698,7 @@ class EarleyParser:
 
     def _rebuilt_state(self, state: ParserState, new: dict, cut: tuple) -> ParserState:
         return self._intern_state(tuple([(p, new[o], t, q) for p, o, t, q in state.pairs]), state.accepting,
-                                  state.lossy, cut)
+                                  state.lossy, cut)  # a tuple of sets: each one its own holding
 
     def _rebuilt_set(self, earley_set: EarleySet, new: dict, cut: tuple) -> EarleySet:
         waiting = {sym: tuple([(p, new[o]) for p, o in items]) for sym, items in earley_set.waiting.items()}
