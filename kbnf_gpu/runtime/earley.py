@@ -357,7 +357,7 @@ class EarleyParser:
         set, and a 1-tuple per memo entry is one more object for every garbage
         collection), and the pairs' ``_lex_id``.
         """
-        key = tuple(sorted(kernel))
+        key = kernel if len(kernel) == 1 else tuple(sorted(kernel))
         hit = self._kernel_memo[key]
         if hit is not None:
             return hit
@@ -591,8 +591,9 @@ class EarleyParser:
             if not completions:
                 break
             k = min(completions)
+            done = completions.pop(k)
             _, starts, accept_here, touched, scan_sets, lex = self._build_set(
-                tuple(dict.fromkeys(completions.pop(k))))
+                (done[0],) if len(done) == 1 else tuple(dict.fromkeys(done)))
             lossy = lossy or touched
             held.append(scan_sets)
             passed = passed or accept_here
