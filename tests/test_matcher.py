@@ -171,7 +171,17 @@ def _rejection_cases():
         "eos_not_accepting": lambda: EOS_ID,
         "not_an_int": lambda: "0",
         "float": lambda: 1.0,
+        "numpy_out_of_range": lambda: np.int64(PAD_SIZE),
     }
+
+
+def test_numpy_and_python_token_ids_step_alike(list_grammar):
+    a, b = Matcher(list_grammar), Matcher(list_grammar)
+    for t in (b"[", b"1", b"]"):
+        a.accept_token(tid(t))
+        b.accept_token(np.int32(tid(t)))
+        assert a.allowed_token_ids().tolist() == b.allowed_token_ids().tolist()
+    assert a.is_accepting() and b.is_accepting()
 
 
 @pytest.mark.parametrize("case", sorted(_rejection_cases()))

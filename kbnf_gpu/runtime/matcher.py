@@ -138,15 +138,18 @@ class Matcher:
         top = self._top
         if top.finished:
             raise TokenRejected(f"token {token_id} rejected: the matcher has finished")
-        if not isinstance(token_id, (int, np.integer)) or not 0 <= int(token_id) < compiled.vocab.size:
+        if type(token_id) is not int:  # numpy integers, bools...: checked and converted off the common path
+            if not isinstance(token_id, (int, np.integer)):
+                raise TokenRejected(f"token id {token_id!r} is outside the vocabulary (size {compiled.vocab.size})")
+            token_id = int(token_id)
+        if not 0 <= token_id < compiled.vocab.size:
             raise TokenRejected(f"token id {token_id!r} is outside the vocabulary (size {compiled.vocab.size})")
-        token_id = int(token_id)
         if token_id in compiled.eos_set:
             if compiled.end_mode == "eos" and compiled.parser.is_accepting(top.state):
                 return _Step(top.state, True, top)
             raise TokenRejected(f"EOS token {token_id} rejected: the output is not a complete sentence")
         state, passed_accept = compiled.step_token(top.state, token_id)
-        if state == DEAD:
+        if state is DEAD:
             raise TokenRejected(f"token {token_id} ({compiled.vocab.token_bytes(token_id)!r}) is not allowed here")
         return _Step(state, compiled.end_mode == "eager" and passed_accept, top)
 
@@ -171,7 +174,7 @@ class Matcher:
         if top.finished:
             raise TokenRejected("bytes rejected: the matcher has finished")
         state, passed_accept, consumed = compiled.parser.step_bytes(top.state, bytes(data))
-        if state == DEAD:
+        if state is DEAD:
             raise TokenRejected(f"bytes rejected at offset {consumed}: {bytes(data)[consumed:consumed + 16]!r}")
         self._top = _Step(state, compiled.end_mode == "eager" and passed_accept, top)
 
