@@ -123,6 +123,14 @@ def _state_tree(parser, state, depth: int):
     return sorted(repr((p, _context_tree(parser, o, depth - 1), t, q)) for p, o, t, q in state.pairs), state.accepting
 
 
+def test_truncation_depth_outside_the_memo_key_range_is_refused(bracket_json):
+    parser = bracket_json.parser
+    for depth in (-1, 256, 10**6):
+        with pytest.raises(ValueError, match="truncation depth"):
+            parser.truncated(parser.initial_state, depth)
+    assert parser.truncated(parser.initial_state, 255) is not None
+
+
 def test_truncation_memo_by_shape_equals_cutting_each_set(bracket_json):
     """``truncated`` memoizes by a set's shape and its parents' truncations (shared across sets and states of
     other documents): every truncation along deep walks equals cutting the full state's own sets."""

@@ -105,6 +105,7 @@ class CompiledGrammar:
         self.words = (vocab.size + 31) // 32
         self.tables = tables
         self._token_memo = GenerationalCache(config.memo_limit)
+        self._token_span = max(1, vocab.size, len(self._token_bytes))  # token memo key: state uid * span + id
         # Masks interned by content: thousands of parser states share a few hundred distinct masks, and each
         # Mask keeps its packed bitset (V/8 bytes) once computed; one Mask per state held ~700 MB per 1,000
         # JSON documents.
@@ -142,8 +143,9 @@ class CompiledGrammar:
     # ------------------------------------------------------------- stepping
 
     def step_token(self, state: ParserState, token_id: int) -> tuple[ParserState, bool]:
-        """(state after the token's bytes, whether the grammar completed at a byte boundary inside it)."""
-        key = (state.uid, token_id)
+        """(state after the token's bytes, whether the grammar completed at a byte boundary inside it).
+        ``token_id`` must be a vocabulary id, ``0 <= token_id < V`` (``Matcher`` checks it)."""
+        key = state.uid * self._token_span + token_id  # an int key (no tuple to track); ids are < the vocabulary size
         hit = self._token_memo[key]
         if hit is None:
             data = self._token_bytes[token_id]

@@ -131,6 +131,15 @@ DEAD = ParserState((), False)  # no reading survives
 DEAD_UNKNOWN = ParserState((), False, lossy=True)  # no reading survives, but readings needing TOP were dropped
 
 
+_MAX_DEPTH = 256  # truncation depths (a few in practice) fit the low bits of a ``_trunc_key``
+
+
+def _trunc_key(uid: int, depth: int, beyond: EarleySet) -> int:
+    """``_trunc_memo``'s key for the truncation of object ``uid`` at ``depth`` with ``beyond``: one int (memo keys
+    that are tuples are tracked by the garbage collector until its next pass, one more object each)."""
+    return ((uid << 8 | depth) << 1) | (beyond is ANY)
+
+
 def is_dead(state: ParserState) -> bool:
     return state is DEAD or state is DEAD_UNKNOWN
 
@@ -158,6 +167,7 @@ class EarleyParser:
 
     def __init__(self, grammar: BnfGrammar, *, memo_limit: int = 1 << 13) -> None:
         self.grammar = grammar
+        self._n_nonterminals = len(grammar.nonterminals)
         rules = grammar.rules
         pos_sym: list[int | None] = list(itertools.chain.from_iterable((*rule.rhs, None) for rule in rules))
         sizes = [len(rule.rhs) + 1 for rule in rules]
@@ -201,7 +211,7 @@ class EarleyParser:
         self._lex_ids: GenerationalCache = GenerationalCache(memo_limit)
         self._shape_ids: GenerationalCache = GenerationalCache(memo_limit)
         self._cut_memo: GenerationalCache = GenerationalCache(memo_limit)  # (shape, cut parents' uids) -> truncation
-        self._trunc_memo: GenerationalCache = GenerationalCache(memo_limit)  # (uid, depth, beyond) -> truncation
+        self._trunc_memo: GenerationalCache = GenerationalCache(memo_limit)  # _trunc_key -> truncation
         self._lex_memo: GenerationalCache = GenerationalCache(memo_limit)
         _, scan_pairs, accept, _, scan_sets, _ = self._build_set(((0, SELF),))
         self.initial_state = self._intern_state(scan_pairs, accept, False, (scan_sets,))
@@ -325,7 +335,7 @@ class EarleyParser:
         reached ``TOP``). The items start in ``origin`` or its parents: alive while the caller, which holds
         ``origin``, uses them. So the memo entry holds no set (a tuple of ints the garbage collector stops
         scanning); once ``origin`` is freed its entry is never looked up again (uids are never reused)."""
-        key = (lhs, origin)
+        key = origin * self._n_nonterminals + lhs  # an int key: no tuple for the garbage collector to track
         hit = self._complete_memo[key]
         if hit is not None:
             return hit
@@ -526,7 +536,7 @@ class EarleyParser:
 
     def step_byte(self, state: ParserState, byte: int) -> ParserState:
         """The state after one more byte (``DEAD`` if no reading survives)."""
-        key = (state.uid, byte)
+        key = state.uid << 8 | byte  # an int key: no tuple for the garbage collector to track
         hit = self._byte_memo[key]
         if hit is not None:
             return hit
@@ -680,9 +690,11 @@ class EarleyParser:
 
     def truncated(self, state: ParserState, depth: int, beyond: EarleySet = TOP) -> ParserState:
         """``state`` with every origin more than ``depth`` completions away replaced by ``beyond`` (``TOP`` or ``ANY``)."""
+        if not 0 <= depth < _MAX_DEPTH:
+            raise ValueError(f"truncation depth {depth} is outside 0..{_MAX_DEPTH - 1}")
         if not state.pairs:  # DEAD, DEAD_UNKNOWN, or a sentence with nothing left to read: no context to cut
             return state
-        memo_key = (state.uid, depth, beyond.uid)
+        memo_key = _trunc_key(state.uid, depth, beyond)
         found = self._trunc_memo[memo_key]
         if found is None:
             found = self._cut(state, state.origins, depth, beyond, memo_key, self._rebuilt_state)
@@ -691,7 +703,7 @@ class EarleyParser:
     def _truncated_set(self, earley_set: EarleySet, depth: int, beyond: EarleySet) -> EarleySet:
         if depth <= 0 or earley_set is TOP or earley_set is ANY:
             return beyond
-        memo_key = (earley_set.uid, depth, beyond.uid)
+        memo_key = _trunc_key(earley_set.uid, depth, beyond)
         found = self._trunc_memo[memo_key]
         if found is None:
             found = self._cut(earley_set, earley_set.parents, depth, beyond, memo_key, self._rebuilt_set)
