@@ -29,12 +29,16 @@ Parts:
 
     python benchmarks/bench_trace.py [--docs 200] [--instances 50] [--parts json,schemas,gbnf,corpus]
         [--freeze-startup-heap]   # gc.freeze() after start-up, as vLLM's engine core does
+        [--gc-off]                # JSON part: the cyclic collector off while each engine runs
     python benchmarks/bench_trace.py --reduced     # CI: a few documents, correctness only
 
 The JSON part also lists each engine's full garbage collections (generation 2,
 ms each): in a Python server they are the per-token maximum. vLLM freezes its
 start-up heap (``gc.freeze()``), so a full collection there scans only the
 objects made while serving; ``--freeze-startup-heap`` does the same here.
+``--gc-off`` turns the collector off while each engine runs the JSON trace
+(as a server that collects between batches would): the maximum is then the
+engines' own longest step.
 
 ``--reduced`` asserts that every engine accepts every token of every document
 and that our two paths give the same masks (it times nothing).
@@ -492,11 +496,15 @@ def part_json(ctx: Context) -> dict:
         checkpoints = {}
         per_doc: list[list[float]] = []
         gc.collect()
+        if ctx.args.gc_off:
+            gc.disable()
         with FullCollections() as full:
             for i, tokens in enumerate(token_docs, 1):
                 per_doc += run_trace(engine, [tokens])
                 if isinstance(engine, Ours) and i in (20, 100, 200, len(token_docs)):
                     checkpoints[i] = cache_sizes(engine.compiled)
+        if ctx.args.gc_off:
+            gc.enable()
         result["engines"][name] = {"first": stats_us(per_doc[:first]), "last": stats_us(per_doc[-last:]),
                                    "all": stats_us(per_doc), "caches": checkpoints, "compile_ms": engine.compile_ms,
                                    "full_collections_ms": [round(ms, 1) for ms in full.pauses]}
@@ -691,6 +699,9 @@ def main() -> None:
     parser.add_argument("--parts", default="json,schemas,gbnf,corpus")
     parser.add_argument("--reduced", action="store_true", help="CI: a few documents, correctness only")
     parser.add_argument("--out", default=str(HERE / "out" / "bench_trace.json"))
+    parser.add_argument("--gc-off", action="store_true",
+                        help="JSON part: the cyclic garbage collector off while each engine runs (the maximum is then "
+                             "the engine's own longest step)")
     parser.add_argument("--freeze-startup-heap", action="store_true",
                         help="gc.freeze() after start-up, as vLLM's engine core does (vllm.utils.gc_utils.freeze_gc_heap): "
                              "full collections then scan only what the run created")
