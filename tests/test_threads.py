@@ -53,31 +53,42 @@ def trace(compiled, tokens: list[int]) -> list[np.ndarray]:
     return out
 
 
-def test_shared_grammar_from_many_threads_gives_one_threads_masks(llama3_vocab, llama3_json):
-    docs = documents(8)
-    paths = [greedy_tokens(llama3_json, d) for d in docs]
-    expected = [trace(llama3_json, p) for p in paths]  # one thread (a warm grammar)
-    shared = compile_grammar(JSON_KBNF, llama3_vocab, "kbnf", end_mode="eos")  # cold: threads race to fill caches
-    results: dict[int, list[np.ndarray]] = {}
+def race(work, n: int = 4) -> list[BaseException]:
+    """Run ``work(i)`` for ``i`` in ``range(n)``, each in its own thread, under a 1 us switch interval (threads then
+    interleave inside the caches); the exceptions they raised."""
     errors: list[BaseException] = []
 
-    def work(i: int) -> None:
+    def guarded(i: int) -> None:
         try:
-            for j in range(i, len(paths), 4):
-                results[j] = trace(shared, paths[j])
-        except BaseException as err:  # noqa: BLE001 - reported below
+            work(i)
+        except BaseException as err:  # noqa: BLE001 - returned to the test
             errors.append(err)
 
     old = sys.getswitchinterval()
     sys.setswitchinterval(1e-6)
     try:
-        threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+        threads = [threading.Thread(target=guarded, args=(i,)) for i in range(n)]
         for th in threads:
             th.start()
         for th in threads:
             th.join()
     finally:
         sys.setswitchinterval(old)
+    return errors
+
+
+def test_shared_grammar_from_many_threads_gives_one_threads_masks(llama3_vocab, llama3_json):
+    docs = documents(8)
+    paths = [greedy_tokens(llama3_json, d) for d in docs]
+    expected = [trace(llama3_json, p) for p in paths]  # one thread (a warm grammar)
+    shared = compile_grammar(JSON_KBNF, llama3_vocab, "kbnf", end_mode="eos")  # cold: threads race to fill caches
+    results: dict[int, list[np.ndarray]] = {}
+
+    def work(i: int) -> None:
+        for j in range(i, len(paths), 4):
+            results[j] = trace(shared, paths[j])
+
+    errors = race(work)
     assert not errors, errors
     assert sorted(results) == list(range(len(paths)))
     for j, exp in enumerate(expected):
@@ -194,7 +205,6 @@ def test_generational_cache_and_weak_table_under_racing_threads():
     cache = GenerationalCache(16)
     table = WeakTable()
     lock = threading.Lock()
-    errors: list[BaseException] = []
 
     class Value:
         def __init__(self, n: int) -> None:
@@ -203,31 +213,19 @@ def test_generational_cache_and_weak_table_under_racing_threads():
     def work(seed: int) -> None:
         rng = random.Random(seed)
         kept = []
-        try:
-            for i in range(10_000):
-                key = rng.randrange(200)
-                found = cache[key]
-                assert found is None or found.n == key
-                cache.put(key, Value(key))
-                value = Value(i)
-                if i % 7 == 0:
-                    kept.append(value)
-                with lock:  # WeakTable writers hold their owner's lock; readers do not
-                    table[(seed, i)] = value
-                probe = table.get((seed, rng.randrange(i + 1)))
-                assert probe is None or probe.n <= i
-        except BaseException as err:  # noqa: BLE001 - reported below
-            errors.append(err)
+        for i in range(10_000):
+            key = rng.randrange(200)
+            found = cache[key]
+            assert found is None or found.n == key
+            cache.put(key, Value(key))
+            value = Value(i)
+            if i % 7 == 0:
+                kept.append(value)
+            with lock:  # WeakTable writers hold their owner's lock; readers do not
+                table[(seed, i)] = value
+            probe = table.get((seed, rng.randrange(i + 1)))
+            assert probe is None or probe.n <= i
 
-    old = sys.getswitchinterval()
-    sys.setswitchinterval(1e-6)
-    try:
-        threads = [threading.Thread(target=work, args=(s,)) for s in range(4)]
-        for th in threads:
-            th.start()
-        for th in threads:
-            th.join()
-    finally:
-        sys.setswitchinterval(old)
+    errors = race(work)
     assert not errors, errors
     assert len(cache) <= 32
