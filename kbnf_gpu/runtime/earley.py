@@ -694,20 +694,12 @@ class EarleyParser:
             raise ValueError(f"truncation depth {depth} is outside 0..{_MAX_DEPTH - 1}")
         if not state.pairs:  # DEAD, DEAD_UNKNOWN, or a sentence with nothing left to read: no context to cut
             return state
-        memo_key = _trunc_key(state.uid, depth, beyond)
-        found = self._trunc_memo[memo_key]
-        if found is None:
-            found = self._cut(state, state.origins, depth, beyond, memo_key, self._rebuilt_state)
-        return found
+        return self._cut(state, state._origins, depth, beyond, self._rebuilt_state)
 
     def _truncated_set(self, earley_set: EarleySet, depth: int, beyond: EarleySet) -> EarleySet:
         if depth <= 0 or earley_set is TOP or earley_set is ANY:
             return beyond
-        memo_key = _trunc_key(earley_set.uid, depth, beyond)
-        found = self._trunc_memo[memo_key]
-        if found is None:
-            found = self._cut(earley_set, earley_set.parents, depth, beyond, memo_key, self._rebuilt_set)
-        return found
+        return self._cut(earley_set, earley_set._parents, depth, beyond, self._rebuilt_set)
 
     def _rebuilt_state(self, state: ParserState, new: dict, cut: tuple) -> ParserState:
         return self._intern_state(tuple([(p, new[o], t, q) for p, o, t, q in state.pairs]), state.accepting,
@@ -717,12 +709,17 @@ class EarleyParser:
         waiting = {sym: tuple([(p, new[o]) for p, o in items]) for sym, items in earley_set.waiting.items()}
         return self._intern_set(waiting, {sym: (y, new[o]) for sym, (y, o) in earley_set.leo.items()}, cut)
 
-    def _cut(self, obj, sources: tuple, depth: int, beyond: EarleySet, memo_key: tuple, rebuild):
-        """The truncation of ``obj`` (a state or a set whose origins are ``sources``, in its shape's order) that
-        ``_trunc_memo[memo_key]`` lacks: memoized by its shape and its sources' truncations; on a miss,
-        ``rebuild(obj, uid -> new uid, truncated sources)`` makes it. (Memo tables of int keys, not a dict on
-        each object: the garbage collector stops scanning the keys, and a dict of objects it would scan for
-        good.)"""
+    def _cut(self, obj, holding, depth: int, beyond: EarleySet, rebuild):
+        """The truncation of ``obj`` (a state or a set; ``holding``: the sets its origins start in, as
+        ``_holding`` keeps them, in its shape's order): memoized per object (``_trunc_key``), then by its shape
+        and its sources' truncations; on a miss, ``rebuild(obj, uid -> new uid, truncated sources)`` makes it.
+        (Memo tables of int keys, not a dict on each object: the garbage collector stops scanning the keys,
+        and a dict of objects it would scan for good.)"""
+        memo_key = _trunc_key(obj.uid, depth, beyond)
+        found = self._trunc_memo[memo_key]
+        if found is not None:
+            return found
+        sources = _held(holding)
         # the recursion is as deep as the (small) truncation depth, never the input
         cut = [self._truncated_set(s, depth - 1, beyond) for s in sources]
         if all(map(operator.is_, cut, sources)):  # nothing as deep as ``depth``: the object is its own cut
