@@ -73,7 +73,8 @@ class WeakTable:
     is the one its referent shares with every such reference). Entries of freed objects stay until a sweep:
     once the table has doubled since the last one, its keys are listed and each later store checks two of
     them, dropping the dead (constant time per store, no pause; the table holds at most about three times
-    its live entries, or ``1.5 * MIN_SWEEP``). Readers need no lock (each access is one dict operation); writers hold the owner's lock.
+    its live entries, or ``1.5 * MIN_SWEEP``). Readers need no lock (each access is one dict operation);
+    writers hold the owner's lock.
     """
 
     __slots__ = ("data", "_sweep_at", "_to_check", "_kept")

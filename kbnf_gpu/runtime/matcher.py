@@ -138,12 +138,12 @@ class Matcher:
         top = self._top
         if top.finished:
             raise TokenRejected(f"token {token_id} rejected: the matcher has finished")
-        if type(token_id) is not int:  # numpy integers, bools...: checked and converted off the common path
-            if not isinstance(token_id, (int, np.integer)):
-                raise TokenRejected(f"token id {token_id!r} is outside the vocabulary (size {compiled.vocab.size})")
-            token_id = int(token_id)
-        if not 0 <= token_id < compiled.vocab.size:
+        tid = token_id
+        if type(tid) is not int:  # numpy integers, bools...: converted off the common path (-1: not an integer)
+            tid = int(tid) if isinstance(tid, (int, np.integer)) else -1
+        if not 0 <= tid < compiled.vocab.size:
             raise TokenRejected(f"token id {token_id!r} is outside the vocabulary (size {compiled.vocab.size})")
+        token_id = tid
         if token_id in compiled.eos_set:
             if compiled.end_mode == "eos" and compiled.parser.is_accepting(top.state):
                 return _Step(top.state, True, top)
