@@ -14,6 +14,7 @@ import gc
 import itertools
 import random
 import weakref
+from collections import Counter
 
 import numpy as np
 import pytest
@@ -218,6 +219,32 @@ def test_unused_states_and_sets_are_freed(bracket_json):
     gc.collect()
     assert compiled.parser.n_states <= peak
     assert compiled.parser.n_states < 30 * 40
+
+
+def test_the_garbage_collector_tracks_only_the_parsers_states_and_sets(bracket_vocab):
+    """After a run, what the parser and its memo tables keep that the garbage collector still tracks is the
+    states, the sets, the sets' weak references and the masks: items, pairs, set contents and memo entries are
+    tuples of ints at most two levels deep, which it stops tracking. A full collection's pause grows with what
+    it tracks (nested tuples, a dict per set and a weak reference per state were 2.4 times as many objects
+    after 200 JSON documents, 11 ms of pause against 3.5)."""
+    compiled = compile_grammar(JSON_KBNF, bracket_vocab, syntax="kbnf", end_mode="eos", eager=True)
+    rng = random.Random(11)
+    _deep_walk(compiled, rng, steps=40, open_bias=0.6)  # what the first masks build once (their tables) is kept
+    gc.collect()
+    gc.freeze()  # what exists before the run is left out of ``gc.get_objects()``
+    try:
+        for _ in range(30):
+            _deep_walk(compiled, rng, steps=40, open_bias=0.6)
+        gc.collect()
+        gc.collect()
+        kinds = Counter(type(o).__name__ for o in gc.get_objects())
+    finally:
+        gc.unfreeze()
+    kept = kinds["ParserState"] + kinds["EarleySet"]
+    assert kept > 300, kinds  # the run built many
+    assert kinds["ReferenceType"] <= 3 * kinds["EarleySet"] + 10, kinds  # sets only; dead ones swept
+    others = sum(kinds.values()) - kept - kinds["ReferenceType"] - kinds["Mask"]
+    assert others <= 100, kinds.most_common(12)
 
 
 def test_masks_are_interned_by_content(bracket_json):

@@ -18,7 +18,7 @@ import torch
 from kbnf_gpu import Matcher, compile_grammar
 from kbnf_gpu.grammars import JSON_KBNF
 from kbnf_gpu.runtime.caches import GenerationalCache, WeakTable
-from kbnf_gpu.runtime.earley import SELF, EarleyParser
+from kbnf_gpu.runtime.earley import SELF, EarleyParser, _set_key
 from integration_support import greedy_tokens
 
 
@@ -122,7 +122,7 @@ def _intern_while_paused(parser: EarleyParser, paused: str, sym: int) -> list[Ba
     pausing.update(original)
     setattr(parser, paused, pausing)
     waiting = {sym: ((0, SELF),)}  # a structure no parse built: a new set
-    key = ((( sym, ((0, SELF),)),), ())
+    key = _set_key(waiting, {})
     errors: list[BaseException] = []
 
     def reader() -> None:

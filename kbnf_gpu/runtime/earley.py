@@ -17,13 +17,14 @@ Vocabulary of the module:
   identically on all future input, so ``(state, byte) -> state`` is a pure,
   memoizable function.
 
-Memory stays bounded in a long-running process: sets and states are interned
-*weakly* (an object lives while a matcher, another live object or a bounded
-memo table refers to it: a state holds the sets its pairs start in, a set the
-sets its items start in, never a newer one, so plain reference counting frees
-them), and every memo table is a ``GenerationalCache``. Items, pairs and memo
-keys are tuples of ints, which the garbage collector stops tracking: its
-passes stay short however many states are cached.
+Memory stays bounded in a long-running process: sets are interned *weakly*
+(a set lives while a state, another set or a bounded memo table refers to it:
+a state holds the sets its pairs start in, a set the sets its items start in,
+never a newer one, so plain reference counting frees them); states are
+interned, and everything is memoized, in ``GenerationalCache``s. Items,
+pairs, memo keys and most memo values are tuples of ints, which the garbage
+collector stops tracking: its passes stay short however many states are
+cached (a full collection scans each state and set, and nothing for them).
 
 Truncated contexts (``truncated``): a state's masks depend on the context
 (the origin sets) only as far as the next few completions reach. Replacing
@@ -48,6 +49,7 @@ iterative.
 """
 from __future__ import annotations
 
+import bisect
 import itertools
 import operator
 import threading
@@ -63,33 +65,61 @@ _uids = itertools.count(3)  # never reused: a stale memo key can never match a n
 
 def _holding(sets: tuple):
     """What an object keeps of the sets it must keep alive: a lone set itself, else the tuple (most hold one set,
-    and a 1-tuple per state would be one more object for every garbage collection to scan)."""
+    and a 1-tuple per object would be one more for every garbage collection to scan)."""
     return sets[0] if len(sets) == 1 else sets
 
 
 def _held(holding) -> tuple:
-    return (holding,) if type(holding) is EarleySet else holding
+    return () if holding is None else (holding,) if type(holding) is EarleySet else holding
 
 
 class EarleySet:
-    """An interned Earley set: ``waiting[sym]`` = items whose next symbol is ``sym``; Leo entries ``leo[sym]``.
+    """An interned Earley set: the items waiting on each symbol (``waiting_on``) and Leo entries (``leo_of``),
+    kept as its interning key (``_set_key``), not as dicts: a dict of tuples stays tracked by the garbage
+    collector until a full collection, one more object per set for it to scan.
 
     ``parents`` are the sets its items start in (they must outlive it), in the order of ``shape``: the id of
     the set's structure with each origin replaced by its parent's index (0 for a set built by hand).
     """
 
-    __slots__ = ("uid", "waiting", "leo", "shape", "_parents", "__weakref__")
+    __slots__ = ("uid", "key", "shape", "_parents", "__weakref__")
 
-    def __init__(self, uid: int, waiting: dict, leo: dict, parents: tuple, shape: int = 0) -> None:
+    def __init__(self, uid: int, key: tuple, parents: tuple, shape: int = 0) -> None:
         self.uid = uid
-        self.waiting = waiting
-        self.leo = leo
+        self.key = key
         self.shape = shape
         self._parents = _holding(parents)
 
     @property
     def parents(self) -> tuple:
         return _held(self._parents)
+
+    def waiting_on(self, sym: int) -> tuple:
+        """The items ``(position, origin)`` whose next symbol is ``sym``."""
+        key = self.key
+        i = bisect.bisect_left(key, (sym,))
+        if i < len(key) and key[i][0] == sym:
+            entry = key[i]
+            return tuple(zip(entry[1::2], entry[2::2]))
+        return ()
+
+    def leo_of(self, sym: int) -> tuple | None:
+        """The Leo entry ``(Y, origin)`` of ``sym``: completing ``sym`` here completes ``Y`` there."""
+        key = self.key
+        if not key or key[0][0] >= 0:  # Leo entries sort first (``~sym``): most sets have none
+            return None
+        i = bisect.bisect_left(key, (~sym,))
+        if i < len(key) and key[i][0] == ~sym:
+            return key[i][1:]
+        return None
+
+    @property
+    def waiting(self) -> dict:
+        return {entry[0]: tuple(zip(entry[1::2], entry[2::2])) for entry in self.key if entry[0] >= 0}
+
+    @property
+    def leo(self) -> dict:
+        return {~entry[0]: entry[1:] for entry in self.key if entry[0] < 0}
 
 
 class ParserState:
@@ -99,7 +129,10 @@ class ParserState:
     set's); ``mask`` is a slot for the compiled grammar's per-state mask (it lives and dies with the state).
     """
 
-    __slots__ = ("uid", "pairs", "lex", "shape", "accepting", "lossy", "_origins", "mask", "__weakref__")
+    # the origins in three slots: most states start in one to three sets, and a tuple of them per state would be
+    # one more object for every garbage collection to scan (``_origin3`` holds the third set or, past three, the
+    # tuple of the rest)
+    __slots__ = ("uid", "pairs", "lex", "shape", "accepting", "lossy", "_origin1", "_origin2", "_origin3", "mask")
 
     def __init__(self, pairs: tuple, accepting: bool, lossy: bool = False, origins: tuple = (), lex: int = 0,
                  shape: int = 0) -> None:
@@ -109,12 +142,17 @@ class ParserState:
         self.shape = shape
         self.accepting = accepting
         self.lossy = lossy
-        self._origins = _holding(origins)
+        n = len(origins)
+        self._origin1 = origins[0] if n else None
+        self._origin2 = origins[1] if n > 1 else None
+        self._origin3 = _holding(origins[2:]) if n > 2 else None
         self.mask = None
 
     @property
     def origins(self) -> tuple:
-        return _held(self._origins)
+        if self._origin2 is None:
+            return _held(self._origin1)
+        return (self._origin1, self._origin2, *_held(self._origin3))
 
     def __repr__(self) -> str:
         if self is DEAD:
@@ -125,8 +163,8 @@ class ParserState:
         return f"<ParserState {flags}{len(self.pairs)} pairs at {id(self):#x}>"
 
 
-TOP = EarleySet(_TOP_UID, {}, {}, ())  # the unknown context beyond a truncation: completions into it are dropped
-ANY = EarleySet(_ANY_UID, {}, {}, ())  # the unknown context read as every context: completions over-approximate
+TOP = EarleySet(_TOP_UID, (), ())  # the unknown context beyond a truncation: completions into it are dropped
+ANY = EarleySet(_ANY_UID, (), ())  # the unknown context read as every context: completions over-approximate
 DEAD = ParserState((), False)  # no reading survives
 DEAD_UNKNOWN = ParserState((), False, lossy=True)  # no reading survives, but readings needing TOP were dropped
 
@@ -138,6 +176,27 @@ def _trunc_key(uid: int, depth: int, beyond: EarleySet) -> int:
     """``_trunc_memo``'s key for the truncation of object ``uid`` at ``depth`` with ``beyond``: one int (memo keys
     that are tuples are tracked by the garbage collector until its next pass, one more object each)."""
     return ((uid << 8 | depth) << 1) | (beyond is ANY)
+
+
+def _set_key(waiting: dict, leo: dict) -> tuple:
+    """An Earley set's interning key: ``(sym, p, o, p, o, ...)`` per waiting symbol and ``(~sym, y, o)`` per Leo
+    entry, sorted. Tuples of ints in a tuple: the garbage collector stops tracking a key of two levels within
+    two of its passes, a deeper one only in a full collection."""
+    entries = [(sym, *itertools.chain.from_iterable(sorted(items))) for sym, items in waiting.items()]
+    entries.extend((~sym, y, o) for sym, (y, o) in leo.items())
+    entries.sort()
+    return tuple(entries)
+
+
+def _first_seen(order: dict, origin: int) -> int:
+    """``origin`` renumbered by first appearance (``~0, ~1, ...``, recorded in ``order``; ``SELF`` stays): what a
+    shape keeps of an origin. ``list(order)`` is then the origins' uids in the shape's order."""
+    if origin == SELF:
+        return SELF
+    found = order.get(origin)
+    if found is None:
+        found = order[origin] = ~len(order)
+    return found
 
 
 def is_dead(state: ParserState) -> bool:
@@ -195,14 +254,18 @@ class EarleyParser:
         self.term_nullable = [bool(d.nullable) for d in grammar.dfas]
         # a pair whose DFA state has no way out is finished once its completion is done
         self.has_exit = [d.has_exit_list for d in grammar.dfas]
-        # per terminal, per DFA state: its 256 transitions as a list (filled on first use)
-        self._rows: list[list[list[int] | None]] = [[None] * d.n_states for d in grammar.dfas]
+        # per terminal, per DFA state: its 256 transitions as a tuple (filled on first use; a tuple of ints, unlike
+        # a list, is not scanned by the garbage collector)
+        self._rows: list[list[tuple[int, ...] | None]] = [[None] * d.n_states for d in grammar.dfas]
         self._lock = threading.Lock()
         self._sets = WeakTable()  # structure -> set
         self._set_by_uid = WeakTable()
         self._set_by_uid[_TOP_UID] = TOP
         self._set_by_uid[_ANY_UID] = ANY
-        self._states = WeakTable()
+        # states are interned in a bounded table, not weakly: a weak reference per state is one more object for
+        # every garbage collection to scan. A state evicted while something still holds it may meet an equal
+        # twin later (a new uid: its memo entries and mask are computed again, nothing else differs)
+        self._states: GenerationalCache = GenerationalCache(max(1, memo_limit // 2))
         self._kernel_memo: GenerationalCache = GenerationalCache(memo_limit)
         self._complete_memo: GenerationalCache = GenerationalCache(memo_limit)
         self._byte_memo: GenerationalCache = GenerationalCache(memo_limit)
@@ -213,81 +276,66 @@ class EarleyParser:
         self._cut_memo: GenerationalCache = GenerationalCache(memo_limit)  # (shape, cut parents' uids) -> truncation
         self._trunc_memo: GenerationalCache = GenerationalCache(memo_limit)  # _trunc_key -> truncation
         self._lex_memo: GenerationalCache = GenerationalCache(memo_limit)
-        _, scan_pairs, accept, _, scan_sets, _ = self._build_set(((0, SELF),))
-        self.initial_state = self._intern_state(scan_pairs, accept, False, (scan_sets,))
+        earley_set, scan_pairs, accept, _, _ = self._build_set(((0, SELF),))
+        self.initial_state = self._intern_state(scan_pairs, accept, False)
 
     # ------------------------------------------------------------ interning
 
     def _intern_set(self, waiting: dict, leo: dict, parents: tuple) -> EarleySet:
-        key = (tuple(sorted((sym, tuple(sorted(items))) for sym, items in waiting.items())),
-               tuple(sorted(leo.items())))
-        ref = self._sets.data.get(key)  # as in ``_intern_state``
+        key = _set_key(waiting, leo)
+        ref = self._sets.data.get(key)  # the dictionary under the weak one: no Python-level ``get`` per step
         found = None if ref is None else ref()
         if found is None:
-            shape, order = self._shape(key)
+            order: dict[int, int] = {}
+            shape = self._shape_id(tuple([
+                (entry[0], *[x if i & 1 else _first_seen(order, x) for i, x in enumerate(entry[1:], 1)])
+                if entry[0] >= 0 else (entry[0], entry[1], _first_seen(order, entry[2]))
+                for entry in key]))
             by_uid = {s.uid: s for s in parents}
             parents = tuple(by_uid[u] for u in order)
             with self._lock:
                 found = self._sets.get(key)
                 if found is None:
-                    found = EarleySet(next(_uids), waiting, leo, parents, shape)
+                    found = EarleySet(next(_uids), key, parents, shape)
                     # by uid first: another thread may find the set by content (no lock) as soon as it is in
                     # ``_sets``, and then look its items' origin up by uid
                     self._set_by_uid[found.uid] = found
                     self._sets[key] = found
         return found
 
-    def _intern_state(self, pairs: tuple, accepting: bool, lossy: bool, held: list | tuple) -> ParserState:
-        """The state of ``pairs``. ``held``: holdings (a set, or a tuple of sets, as ``_holding`` makes them) that
-        include every set a pair starts in (kept alive by the state); flattened only for a new state."""
+    def _intern_state(self, pairs: tuple, accepting: bool, lossy: bool) -> ParserState:
+        """The state of ``pairs``. Every set a pair starts in must be alive (the caller holds it): a new state
+        looks its origins up by uid and keeps them alive."""
         if not pairs and not accepting:
             return DEAD_UNKNOWN if lossy else DEAD
         pairs = tuple(sorted(set(pairs)))
-        key = (pairs, accepting, lossy)
-        ref = self._states.data.get(key)  # the dictionary under the weak one: no Python-level ``get`` per step
-        found = None if ref is None else ref()
+        # the key: the pairs themselves (most states), else the pairs and the flags (a last item that is an int,
+        # not a pair): two levels of tuples, as ``_intern_set``'s
+        flags = accepting + 2 * lossy
+        key = pairs + (flags,) if flags else pairs
+        found = self._states[key]
         if found is None:
-            shape, order = self._shape(key)
-            by_uid = {}
-            for holding in held:
-                if type(holding) is EarleySet:
-                    by_uid[holding.uid] = holding
-                else:
-                    for s in holding:
-                        by_uid[s.uid] = s
-            origins = tuple(by_uid[u] for u in order)
+            order: dict[int, int] = {}
+            structure = [(p, _first_seen(order, o), t, q) for p, o, t, q in pairs]
+            structure.append(flags)  # an int last: no set's shape (tuples only) is equal
+            shape = self._shape_id(tuple(structure))
+            set_refs = self._set_by_uid.data
+            origins = tuple([set_refs[u]() for u in order])
             lex = self._lex_id(pairs)
             with self._lock:
-                found = self._states.get(key)
+                found = self._states[key]
                 if found is None:
-                    found = ParserState(pairs, accepting, lossy, origins, lex, shape)
-                    self._states[key] = found
+                    found = self._states.put(key, ParserState(pairs, accepting, lossy, origins, lex, shape))
         return found
 
-    def _shape(self, key: tuple) -> tuple[int, list[int]]:
-        """(an id for ``key``'s structure with every origin uid replaced by its index of first appearance, those
-        uids in that order). A set's or state's truncation depends only on its shape and its parents' truncations
-        (``_cut_memo``). ``key`` is an interning key: a state's ``(pairs, accepting, lossy)``, a set's
-        ``(waiting, leo)``."""
-        order: dict[int, int] = {}
-
-        def index(o: int) -> int:
-            if o == SELF:
-                return SELF
-            found = order.get(o)
-            if found is None:
-                found = order[o] = ~len(order)
-            return found
-
-        if len(key) == 3:
-            structure: tuple = (tuple([(p, index(o), t, q) for p, o, t, q in key[0]]), key[1], key[2])
-        else:
-            structure = (tuple([(sym, tuple([(p, index(o)) for p, o in items])) for sym, items in key[0]]),
-                         tuple([(sym, (y, index(o))) for sym, (y, o) in key[1]]))
+    def _shape_id(self, structure: tuple) -> int:
+        """An id for a set's or state's shape: its interning key with every origin uid replaced by its index of
+        first appearance (``_first_seen``). A set's or state's truncation depends only on its shape and its
+        origins' truncations (``_cut_memo``)."""
         found = self._shape_ids[structure]
         if found is None:
             found = self._shape_ids.put(structure, next(_uids))
-        return found, list(order)
+        return found
 
     def _lex_id(self, pairs: tuple) -> int:
         """An id for the ``(terminal, q)`` column of ``pairs``: states in different contexts at the same lexical
@@ -305,7 +353,7 @@ class EarleyParser:
 
     @property
     def n_states(self) -> int:
-        """Parser states alive now (interned weakly: unused ones are freed)."""
+        """Parser states interned now (at most two generations of ``memo_limit``; matchers may hold more)."""
         return len(self._states)
 
     @property
@@ -322,55 +370,60 @@ class EarleyParser:
         return (self._kernel_memo, self._complete_memo, self._byte_memo, self._expect_memo, self._walk_memo,
                 self._lex_ids, self._lex_memo, self._shape_ids, self._cut_memo, self._trunc_memo)
 
-    def _row(self, t: int, q: int) -> list[int]:
+    def _row(self, t: int, q: int) -> tuple[int, ...]:
         row = self._rows[t][q]
         if row is None:
-            row = self._rows[t][q] = self.transitions[t][q].tolist()
+            row = self._rows[t][q] = tuple(self.transitions[t][q].tolist())
         return row
 
     # --------------------------------------------------------------- closure
 
     def _complete(self, lhs: int, origin: int) -> tuple:
-        """(items advanced by completing ``lhs`` that started at set ``origin``, whether that accepts, whether it
-        reached ``TOP``). The items start in ``origin`` or its parents: alive while the caller, which holds
-        ``origin``, uses them. So the memo entry holds no set (a tuple of ints the garbage collector stops
-        scanning); once ``origin`` is freed its entry is never looked up again (uids are never reused)."""
+        """``(whether completing ``lhs`` that started at set ``origin`` accepts, whether it reached ``TOP``, *the
+        items it advances)``, one flat tuple (see ``_set_key``). The items start in ``origin`` or its parents:
+        alive while the caller, which holds ``origin``, uses them. So the memo entry holds no set; once
+        ``origin`` is freed its entry is never looked up again (uids are never reused)."""
         key = origin * self._n_nonterminals + lhs  # an int key: no tuple for the garbage collector to track
         hit = self._complete_memo[key]
         if hit is not None:
             return hit
         earley_set = self._set_by_uid[origin]
-        leo = earley_set.leo.get(lhs)
+        leo = earley_set.leo_of(lhs)
         if leo is not None:
             lhs = leo[0]
             if leo[1] != SELF:
                 earley_set = self._set_by_uid[leo[1]]
         if lhs == 0:
-            result: tuple = ((), True, False)
+            result: tuple = (True, False)
         elif earley_set is TOP:
-            result = ((), False, True)
+            result = (False, True)
         elif earley_set is ANY:  # every item of the grammar waiting on lhs, in any context; or the end of the input
-            result = (tuple((p + 1, _ANY_UID) for p in self.waiting_anywhere[lhs]), True, False)
+            result = (True, False, *[(p + 1, _ANY_UID) for p in self.waiting_anywhere[lhs]])
         else:
             uid = earley_set.uid
-            result = (tuple((p + 1, uid if o == SELF else o) for p, o in earley_set.waiting.get(lhs, ())), False, False)
+            result = (False, False, *[(p + 1, uid if o == SELF else o) for p, o in earley_set.waiting_on(lhs)])
         return self._complete_memo.put(key, result)
 
     def _build_set(self, kernel: tuple) -> tuple:
         """Close ``kernel`` (items whose origins are alive) into an Earley set.
 
-        Returns the interned set, its scan pairs ``(position, origin, terminal,
-        0)`` (origins resolved; terminals that can consume a byte), whether the
-        start symbol completed here, whether a completion reached ``TOP`` (then
-        readings are missing), the sets the pairs start in (to keep alive
-        with a state made of them; as ``_holding`` keeps them: most are one
-        set, and a 1-tuple per memo entry is one more object for every garbage
-        collection), and the pairs' ``_lex_id``.
+        Returns ``(earley_set, scan_pairs, accept, touched, lex)``: the interned
+        set (the caller holds it while it uses the pairs); its scan pairs
+        ``(position, origin, terminal, 0)`` (origins resolved; terminals that
+        can consume a byte), which start in the set or in the kernel's origins
+        and their parents; whether the start symbol completed here; whether a
+        completion reached ``TOP`` (then readings are missing); the pairs'
+        ``_lex_id``. The memo keeps ``(uid, accept, touched, lex, *scan_pairs)``,
+        not the set: a flat tuple the garbage collector soon stops scanning
+        (see ``_set_key``). A hit whose set has since been freed is built again.
         """
         key = kernel if len(kernel) == 1 else tuple(sorted(kernel))
         hit = self._kernel_memo[key]
         if hit is not None:
-            return hit
+            ref = self._set_by_uid.data.get(hit[0])
+            found = None if ref is None else ref()
+            if found is not None:
+                return found, hit[4:], hit[1], hit[2], hit[3]
         pos_sym, pos_lhs, nullable, term_nullable = self.pos_sym, self.pos_lhs, self.nullable, self.term_nullable
         seen = set(kernel)
         agenda = list(kernel)
@@ -390,10 +443,10 @@ class EarleyParser:
                     continue
                 if origin == SELF:
                     continue  # an ε-completion: handled when the nullable symbol was predicted
-                advanced, accepts, reached_top = self._complete(pos_lhs[p], origin)
-                accept = accept or accepts
-                touched = touched or reached_top
-                for new in advanced:
+                completion = self._complete(pos_lhs[p], origin)
+                accept = accept or completion[0]
+                touched = touched or completion[1]
+                for new in completion[2:]:
                     if new not in seen:
                         seen.add(new)
                         agenda.append(new)
@@ -433,16 +486,13 @@ class EarleyParser:
         uid = earley_set.uid
         has_exit = self.has_exit
         own = [(p, uid if o == SELF else o, t, 0) for p, o, t in scans if has_exit[t][0]]
-        scan_uids = {o for _, o, _, _ in own}
         predicted_pairs = [zip(c.scan_positions, itertools.repeat(uid), c.scan_terminals, itertools.repeat(0))
                            for c in closures if c.scan_positions]
-        if predicted_pairs:
-            scan_uids.add(uid)
         pairs = itertools.chain(own, *predicted_pairs)
         scan_pairs = tuple(dict.fromkeys(pairs) if len(predicted_pairs) + bool(own) > 1 else pairs)
-        scan_sets = _holding(tuple(earley_set if u == uid else set_by_uid[u] for u in scan_uids))
-        return self._kernel_memo.put(key, (earley_set, scan_pairs, accept, touched, scan_sets,
-                                           self._lex_id(scan_pairs)))
+        lex = self._lex_id(scan_pairs)
+        self._kernel_memo.put(key, (uid, accept, touched, lex, *scan_pairs))
+        return earley_set, scan_pairs, accept, touched, lex
 
     def _predicted(self, nonterminal: int) -> "_Prediction":
         """The closure of predicting ``nonterminal`` (only items predicted here: context-free, computed once)."""
@@ -512,7 +562,7 @@ class EarleyParser:
                 path.append(cur)
                 x, origin = candidates[cur]
                 if origin != SELF:
-                    far = self._set_by_uid[origin].leo.get(x)
+                    far = self._set_by_uid[origin].leo_of(x)
                     if far is None:
                         target = (x, origin)
                     else:
@@ -557,13 +607,11 @@ class EarleyParser:
                     completed.append((p + 1, o))
         accept = False
         lossy = state.lossy
-        held = [state._origins]
         if completed:
-            _, scan_pairs, accept, touched, scan_sets, _ = self._build_set(tuple(completed))
+            earley_set, scan_pairs, accept, touched, _ = self._build_set(tuple(completed))  # held till interned
             lossy = lossy or touched
             pairs.extend(scan_pairs)
-            held.append(scan_sets)
-        return self._byte_memo.put(key, self._intern_state(tuple(pairs), accept, lossy, held))
+        return self._byte_memo.put(key, self._intern_state(tuple(pairs), accept, lossy))
 
     def step_token(self, state: ParserState, data: bytes) -> tuple[ParserState, bool]:
         """(state after ``data``, whether the input was a sentence at a byte boundary after the first byte).
@@ -578,7 +626,7 @@ class EarleyParser:
         n = len(data)
         lex_step = self._lex_step
         lossy = state.lossy
-        held = [state._origins]  # what keeps the pairs' origins alive (flattened only for a new state)
+        built = []  # the sets opened inside the token: their pairs' origins, alive till the state is interned
         final: list = []
         completions: dict[int, list] = {}
         starts = state.pairs
@@ -602,10 +650,10 @@ class EarleyParser:
                 break
             k = min(completions)
             done = completions.pop(k)
-            _, starts, accept_here, touched, scan_sets, lex = self._build_set(
+            earley_set, starts, accept_here, touched, lex = self._build_set(
                 (done[0],) if len(done) == 1 else tuple(dict.fromkeys(done)))
+            built.append(earley_set)
             lossy = lossy or touched
-            held.append(scan_sets)
             passed = passed or accept_here
             if k == n:
                 final.extend(starts)
@@ -613,7 +661,7 @@ class EarleyParser:
                 break
         if not final and not accept:
             return (DEAD_UNKNOWN if lossy else DEAD), passed
-        return self._intern_state(tuple(final), accept, lossy, held), passed
+        return self._intern_state(tuple(final), accept, lossy), passed
 
     def _lex_step(self, lex: int, pairs: tuple, data: bytes) -> tuple:
         """The pairs (of ``_lex_id`` ``lex``) that survive ``data`` or complete inside it: ``(index in pairs, final
@@ -674,7 +722,7 @@ class EarleyParser:
                 # nothing after it can complete here: what comes next is context-free
                 hit = self._expect_memo.put(item, (self._first_terminals(sym), False))
             else:
-                _, scan_pairs, _, touched, _, _ = self._build_set(((item[0] + 1, item[1]),))
+                _, scan_pairs, _, touched, _ = self._build_set(((item[0] + 1, item[1]),))
                 hit = self._expect_memo.put(item, (tuple(sorted({t for _, _, t, _ in scan_pairs})), touched))
         return hit
 
@@ -694,32 +742,32 @@ class EarleyParser:
             raise ValueError(f"truncation depth {depth} is outside 0..{_MAX_DEPTH - 1}")
         if not state.pairs:  # DEAD, DEAD_UNKNOWN, or a sentence with nothing left to read: no context to cut
             return state
-        return self._cut(state, state._origins, depth, beyond, self._rebuilt_state)
+        return self._cut(state, depth, beyond, self._rebuilt_state)
 
     def _truncated_set(self, earley_set: EarleySet, depth: int, beyond: EarleySet) -> EarleySet:
         if depth <= 0 or earley_set is TOP or earley_set is ANY:
             return beyond
-        return self._cut(earley_set, earley_set._parents, depth, beyond, self._rebuilt_set)
+        return self._cut(earley_set, depth, beyond, self._rebuilt_set)
 
     def _rebuilt_state(self, state: ParserState, new: dict, cut: tuple) -> ParserState:
         return self._intern_state(tuple([(p, new[o], t, q) for p, o, t, q in state.pairs]), state.accepting,
-                                  state.lossy, cut)  # a tuple of sets: each one its own holding
+                                  state.lossy)  # ``cut`` (held by the caller) holds the new origins
 
     def _rebuilt_set(self, earley_set: EarleySet, new: dict, cut: tuple) -> EarleySet:
         waiting = {sym: tuple([(p, new[o]) for p, o in items]) for sym, items in earley_set.waiting.items()}
         return self._intern_set(waiting, {sym: (y, new[o]) for sym, (y, o) in earley_set.leo.items()}, cut)
 
-    def _cut(self, obj, holding, depth: int, beyond: EarleySet, rebuild):
-        """The truncation of ``obj`` (a state or a set; ``holding``: the sets its origins start in, as
-        ``_holding`` keeps them, in its shape's order): memoized per object (``_trunc_key``), then by its shape
-        and its sources' truncations; on a miss, ``rebuild(obj, uid -> new uid, truncated sources)`` makes it.
+    def _cut(self, obj, depth: int, beyond: EarleySet, rebuild):
+        """The truncation of ``obj`` (a state or a set): memoized per object (``_trunc_key``), then by its shape
+        and its sources' (origins' or parents') truncations; on a miss, ``rebuild(obj, uid -> new uid, truncated
+        sources)`` makes it.
         (Memo tables of int keys, not a dict on each object: the garbage collector stops scanning the keys,
         and a dict of objects it would scan for good.)"""
         memo_key = _trunc_key(obj.uid, depth, beyond)
         found = self._trunc_memo[memo_key]
         if found is not None:
             return found
-        sources = _held(holding)
+        sources = obj.parents if type(obj) is EarleySet else obj.origins
         # the recursion is as deep as the (small) truncation depth, never the input
         cut = [self._truncated_set(s, depth - 1, beyond) for s in sources]
         if all(map(operator.is_, cut, sources)):  # nothing as deep as ``depth``: the object is its own cut

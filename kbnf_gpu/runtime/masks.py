@@ -178,13 +178,14 @@ class MaskBuilder:
         still = unknown
         for levels in RESOLUTION_STAGES:
             deeper = self.parser.truncated(state, self.depth + levels)
-            # what is left open here is a function of the deeper state alone (a shallower cut of it)
+            # what is left open here is a function of the deeper state alone (a shallower cut of it); kept as
+            # tuples of ints, which the garbage collector stops scanning (uids are never reused)
             hit = self._resolved_memo[deeper.uid]
             if hit is None:
                 found, left = self._check(deeper, still)
-                hit = self._resolved_memo.put(deeper.uid, (deeper, found, left))
-            _, found, still = hit
-            alive = alive + found
+                hit = self._resolved_memo.put(deeper.uid, (tuple(found), tuple(left)))
+            found, still = hit
+            alive.extend(found)
             if not still:
                 return alive
         return alive + self._check(state, still)[0]
