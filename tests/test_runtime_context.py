@@ -26,7 +26,7 @@ from kbnf_gpu import CompileConfig, Matcher, Vocabulary, compile_grammar, ir
 from kbnf_gpu.grammars import JSON_KBNF
 from kbnf_gpu.normalize import NormalizeConfig, normalize
 from kbnf_gpu.runtime.caches import GenerationalCache, WeakTable
-from kbnf_gpu.runtime.earley import DEAD, SELF, TOP, EarleyParser
+from kbnf_gpu.runtime.earley import DEAD, SELF, TOP, EarleyParser, is_dead
 from kbnf_gpu.runtime.masks import RESOLUTION_STAGES, TRUNCATION_DEPTH
 
 # structural tokens that close (or open) several containers at once, and a few plain ones
@@ -219,6 +219,35 @@ def test_unused_states_and_sets_are_freed(bracket_json):
     gc.collect()
     assert compiled.parser.n_states <= peak
     assert compiled.parser.n_states < 30 * 40
+
+
+def test_a_closure_memo_hit_whose_set_was_freed_builds_the_set_again(bracket_json):
+    """``_kernel_memo`` keeps a set's uid, not the set: once nothing else holds the set it is freed, and a later
+    hit must build it again (the memoized pairs start in it). Parsing then goes on exactly: at every prefix the
+    bytes that keep the parse alive are a fresh parser's."""
+    parser = EarleyParser(bracket_json.parser.grammar)
+    data = b'{"a": [1, {"a": 12}, []], "b": {"c": [true, null]}}'
+    state = parser.initial_state
+    for byte in data:
+        state = parser.step_byte(state, byte)
+    assert state.accepting
+    before = {key: entry[0] for key, entry in parser._kernel_memo.items()}
+    del state
+    for table in (parser._byte_memo, parser._states, parser._trunc_memo, parser._cut_memo):
+        table.clear()  # everything that held the sets but the closure memo, which keeps their uids
+    gc.collect()
+    freed = {key for key, uid in before.items() if parser._set_by_uid.get(uid) is None}
+    assert freed, "no set was freed"
+    fresh = EarleyParser(bracket_json.parser.grammar)
+    state, reference = parser.initial_state, fresh.initial_state
+    for byte in data:
+        state, reference = parser.step_byte(state, byte), fresh.step_byte(reference, byte)
+        alive = [b for b in range(256) if not is_dead(parser.step_byte(state, b))]
+        assert alive == [b for b in range(256) if not is_dead(fresh.step_byte(reference, b))]
+        assert state.accepting == reference.accepting
+    memo = parser._kernel_memo
+    rebuilt = [key for key in freed if memo[key] is not None and memo[key][0] != before[key]]
+    assert rebuilt, "no hit found its set freed"
 
 
 def test_the_garbage_collector_tracks_only_the_parsers_states_and_sets(bracket_vocab):
