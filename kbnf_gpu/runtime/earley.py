@@ -169,13 +169,14 @@ DEAD = ParserState((), False)  # no reading survives
 DEAD_UNKNOWN = ParserState((), False, lossy=True)  # no reading survives, but readings needing TOP were dropped
 
 
-_MAX_DEPTH = 256  # truncation depths (a few in practice) fit the low bits of a ``_trunc_key``
+_MAX_DEPTH = 256  # truncation depths (a few in practice) fit the low bits of a ``_trunc_memo`` key
 
 
-def _trunc_key(uid: int, depth: int, beyond: EarleySet) -> int:
-    """``_trunc_memo``'s key for the truncation of object ``uid`` at ``depth`` with ``beyond``: one int (memo keys
-    that are tuples are tracked by the garbage collector until its next pass, one more object each)."""
-    return ((uid << 8 | depth) << 1) | (beyond is ANY)
+def _trunc_low(depth: int, beyond: EarleySet) -> int:
+    """The low bits of ``_trunc_memo``'s key for a truncation at ``depth`` with ``beyond``: the key of object
+    ``uid`` is ``uid << 9 | low``, one int (memo keys that are tuples are tracked by the garbage collector until
+    its next pass, one more object each); one level deeper is ``low - 2``."""
+    return depth << 1 | (beyond is ANY)
 
 
 def _set_key(waiting: dict, leo: dict) -> tuple:
@@ -274,7 +275,7 @@ class EarleyParser:
         self._lex_ids: GenerationalCache = GenerationalCache(memo_limit)
         self._shape_ids: GenerationalCache = GenerationalCache(memo_limit)
         self._cut_memo: GenerationalCache = GenerationalCache(memo_limit)  # (shape, cut parents' uids) -> truncation
-        self._trunc_memo: GenerationalCache = GenerationalCache(memo_limit)  # _trunc_key -> truncation
+        self._trunc_memo: GenerationalCache = GenerationalCache(memo_limit)  # uid << 9 | _trunc_low -> truncation
         self._lex_memo: GenerationalCache = GenerationalCache(memo_limit)
         earley_set, scan_pairs, accept, _, _ = self._build_set(((0, SELF),))
         self.initial_state = self._intern_state(scan_pairs, accept, False)
@@ -742,12 +743,7 @@ class EarleyParser:
             raise ValueError(f"truncation depth {depth} is outside 0..{_MAX_DEPTH - 1}")
         if not state.pairs:  # DEAD, DEAD_UNKNOWN, or a sentence with nothing left to read: no context to cut
             return state
-        return self._cut(state, depth, beyond, self._rebuilt_state)
-
-    def _truncated_set(self, earley_set: EarleySet, depth: int, beyond: EarleySet) -> EarleySet:
-        if depth <= 0 or earley_set is TOP or earley_set is ANY:
-            return beyond
-        return self._cut(earley_set, depth, beyond, self._rebuilt_set)
+        return self._cut(state, _trunc_low(depth, beyond), beyond, self._rebuilt_state)
 
     def _rebuilt_state(self, state: ParserState, new: dict, cut: tuple) -> ParserState:
         return self._intern_state(tuple([(p, new[o], t, q) for p, o, t, q in state.pairs]), state.accepting,
@@ -757,28 +753,35 @@ class EarleyParser:
         waiting = {sym: tuple([(p, new[o]) for p, o in items]) for sym, items in earley_set.waiting.items()}
         return self._intern_set(waiting, {sym: (y, new[o]) for sym, (y, o) in earley_set.leo.items()}, cut)
 
-    def _cut(self, obj, depth: int, beyond: EarleySet, rebuild):
-        """The truncation of ``obj`` (a state or a set): memoized per object (``_trunc_key``), then by its shape
-        and its sources' (origins' or parents') truncations; on a miss, ``rebuild(obj, uid -> new uid, truncated
-        sources)`` makes it.
+    def _cut(self, obj, low: int, beyond: EarleySet, rebuild):
+        """The truncation of ``obj`` (a state or a set) at the depth and ``beyond`` of ``low`` (``_trunc_low``):
+        memoized per object, then by its shape and its sources' (origins' or parents') truncations one level
+        shallower; on a miss, ``rebuild(obj, uid -> new uid, truncated sources)`` makes it.
         (Memo tables of int keys, not a dict on each object: the garbage collector stops scanning the keys,
         and a dict of objects it would scan for good.)"""
-        memo_key = _trunc_key(obj.uid, depth, beyond)
-        found = self._trunc_memo[memo_key]
+        memo = self._trunc_memo
+        memo_key = obj.uid << 9 | low
+        found = memo[memo_key]
         if found is not None:
             return found
         sources = obj.parents if type(obj) is EarleySet else obj.origins
-        # the recursion is as deep as the (small) truncation depth, never the input
-        cut = [self._truncated_set(s, depth - 1, beyond) for s in sources]
+        low -= 2  # one level shallower
+        cut = []
+        for s in sources:  # the recursion is as deep as the (small) truncation depth, never the input
+            if low < 2 or s is TOP or s is ANY:  # depth 0, or no context beyond
+                cut.append(beyond)
+            else:
+                c = memo[s.uid << 9 | low]
+                cut.append(c if c is not None else self._cut(s, low, beyond, self._rebuilt_set))
         if all(map(operator.is_, cut, sources)):  # nothing as deep as ``depth``: the object is its own cut
-            return self._trunc_memo.put(memo_key, obj)
+            return memo.put(memo_key, obj)
         key = (obj.shape, *[s.uid for s in cut])
         found = self._cut_memo[key]
         if found is None:
             new = {s.uid: c.uid for s, c in zip(sources, cut)}
             new[SELF] = SELF
             found = self._cut_memo.put(key, rebuild(obj, new, tuple(cut)))
-        return self._trunc_memo.put(memo_key, found)
+        return memo.put(memo_key, found)
 
     # --------------------------------------------------------------- queries
 
