@@ -277,7 +277,7 @@ class EarleyParser:
         self._cut_memo: GenerationalCache = GenerationalCache(memo_limit)  # (shape, cut parents' uids) -> truncation
         self._trunc_memo: GenerationalCache = GenerationalCache(memo_limit)  # uid << 9 | _trunc_low -> truncation
         self._lex_memo: GenerationalCache = GenerationalCache(memo_limit)
-        earley_set, scan_pairs, accept, _, _ = self._build_set(((0, SELF),))
+        earley_set, scan_pairs, accept, _, _ = self._build_set(((0, SELF),))  # held till interned
         self.initial_state = self._intern_state(scan_pairs, accept, False)
 
     # ------------------------------------------------------------ interning
@@ -354,7 +354,7 @@ class EarleyParser:
 
     @property
     def n_states(self) -> int:
-        """Parser states interned now (at most two generations of ``memo_limit``; matchers may hold more)."""
+        """Parser states interned now (a table of at most ``memo_limit``; matchers and memo tables may hold more)."""
         return len(self._states)
 
     @property
