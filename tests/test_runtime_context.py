@@ -250,6 +250,23 @@ def test_a_closure_memo_hit_whose_set_was_freed_builds_the_set_again(bracket_jso
     assert rebuilt, "no hit found its set freed"
 
 
+def test_a_state_whose_origin_set_was_freed_is_refused_not_built(bracket_json):
+    """A new state looks its origin sets up by uid; if one died (a caller bug), interning raises instead of
+    building a state that would resolve the dead uid later, or never."""
+    parser = EarleyParser(bracket_json.parser.grammar)
+    earley_set, scan_pairs, _, _, _ = parser._build_set(((0, SELF),))
+    pairs = tuple((p, o, t, q) for p, o, t, q in scan_pairs if o == earley_set.uid)
+    assert pairs
+    gone = EarleyParser(bracket_json.parser.grammar)  # a second parser's set: same uid space, about to die
+    other, _, _, _, _ = gone._build_set(((0, SELF),))
+    parser._set_by_uid[other.uid] = other  # published here too, then freed
+    dead_pairs = tuple((p, other.uid, t, q) for p, _, t, q in pairs)
+    del other, gone
+    gc.collect()
+    with pytest.raises(RuntimeError, match="origin set was freed"):
+        parser._intern_state(dead_pairs, False, False)
+
+
 def test_the_garbage_collector_tracks_only_the_parsers_states_and_sets(bracket_vocab):
     """After a run, what the parser and its memo tables keep that the garbage collector still tracks is the
     states, the sets, the sets' weak references and the masks: items, pairs, set contents and memo entries are

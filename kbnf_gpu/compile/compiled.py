@@ -130,7 +130,7 @@ class CompiledGrammar:
         return self.tables.rows
 
     def cache_stats(self) -> dict:
-        """Sizes of the shared runtime caches (all bounded; parser states and sets are freed when unused)."""
+        """Sizes of the shared runtime caches (all bounded; Earley sets are freed when no state holds them)."""
         stats = self.parser.cache_stats()
         stats["token_steps"] = len(self._token_memo)
         stats["distinct_masks"] = len(self._mask_intern)

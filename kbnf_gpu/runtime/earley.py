@@ -322,6 +322,8 @@ class EarleyParser:
             shape = self._shape_id(tuple(structure))
             set_refs = self._set_by_uid.data
             origins = tuple([set_refs[u]() for u in order])
+            if None in origins:  # a caller let a set its pairs start in die: a bug, never a silently wrong state
+                raise RuntimeError("a new parser state's origin set was freed before the state was interned")
             lex = self._lex_id(pairs)
             with self._lock:
                 found = self._states[key]
