@@ -9,7 +9,7 @@ from .. import ir
 from ..errors import DFATooLarge, GrammarError
 from . import kinds
 from .dfa import ByteDFA, StateLimit, determinize, finalize, from_table
-from .guarded import AFTER_NL, AT_START, OTHER, determinize_guarded
+from .guarded import AT_START, OTHER, determinize_guarded
 from .nfa import NFA, DFALeaf, InvalidExpr, NFATooLarge, Node, WordTooLong
 from .regex import BOL, BOS, Anchor, Look, RegexError, translate
 

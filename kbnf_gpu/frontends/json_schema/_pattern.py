@@ -493,7 +493,8 @@ def _language(tree: Node, over: bool) -> Rx:
     except _NeedsAutomaton as e:
         from ._lookaround import automaton_language
 
-        return automaton_language(tree, over, lambda message: PatternError(message, e.pos))
+        pos = e.pos  # ``e`` is unbound once the except block ends; the callback keeps its position
+        return automaton_language(tree, over, lambda message: PatternError(message, pos))
 
 
 def pattern_language(source: str, over: bool = False) -> Rx:
