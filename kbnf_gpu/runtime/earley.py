@@ -94,28 +94,27 @@ class EarleySet:
     def parents(self) -> tuple:
         return _held(self._parents)
 
+    def _entry(self, first: int) -> tuple | None:
+        """The key's entry that starts with ``first`` (``sym`` for waiting items, ``~sym`` for a Leo entry)."""
+        key = self.key
+        i = bisect.bisect_left(key, (first,))
+        return key[i] if i < len(key) and key[i][0] == first else None
+
     def waiting_on(self, sym: int) -> tuple:
         """The items ``(position, origin)`` whose next symbol is ``sym``."""
-        key = self.key
-        i = bisect.bisect_left(key, (sym,))
-        if i < len(key) and key[i][0] == sym:
-            entry = key[i]
-            return tuple(zip(entry[1::2], entry[2::2]))
-        return ()
+        entry = self._entry(sym)
+        return () if entry is None else _entry_items(entry)
 
     def leo_of(self, sym: int) -> tuple | None:
         """The Leo entry ``(Y, origin)`` of ``sym``: completing ``sym`` here completes ``Y`` there."""
-        key = self.key
-        if not key or key[0][0] >= 0:  # Leo entries sort first (``~sym``): most sets have none
+        if not self.key or self.key[0][0] >= 0:  # Leo entries sort first (``~sym``): most sets have none
             return None
-        i = bisect.bisect_left(key, (~sym,))
-        if i < len(key) and key[i][0] == ~sym:
-            return key[i][1:]
-        return None
+        entry = self._entry(~sym)
+        return None if entry is None else entry[1:]
 
     @property
     def waiting(self) -> dict:
-        return {entry[0]: tuple(zip(entry[1::2], entry[2::2])) for entry in self.key if entry[0] >= 0}
+        return {entry[0]: _entry_items(entry) for entry in self.key if entry[0] >= 0}
 
     @property
     def leo(self) -> dict:
@@ -187,6 +186,11 @@ def _set_key(waiting: dict, leo: dict) -> tuple:
     entries.extend((~sym, y, o) for sym, (y, o) in leo.items())
     entries.sort()
     return tuple(entries)
+
+
+def _entry_items(entry: tuple) -> tuple:
+    """The items ``(position, origin)`` of a ``_set_key`` entry ``(sym, p, o, p, o, ...)``."""
+    return tuple(zip(entry[1::2], entry[2::2]))
 
 
 def _first_seen(order: dict, origin: int) -> int:
@@ -288,9 +292,9 @@ class EarleyParser:
         found = None if ref is None else ref()
         if found is None:
             order: dict[int, int] = {}
+            # every entry holds an origin at each even position (an item's, or a Leo entry's ``(~sym, y, o)``)
             shape = self._shape_id(tuple([
                 (entry[0], *[x if i & 1 else _first_seen(order, x) for i, x in enumerate(entry[1:], 1)])
-                if entry[0] >= 0 else (entry[0], entry[1], _first_seen(order, entry[2]))
                 for entry in key]))
             by_uid = {s.uid: s for s in parents}
             parents = tuple(by_uid[u] for u in order)
