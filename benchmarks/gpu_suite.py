@@ -658,7 +658,7 @@ def sweep_section(rep: Report, args, device, copy_bw: float, deadline: float) ->
         if not mine:
             continue
         top = min(mine, key=lambda r: r["us"])
-        default = TM.default_launch("mask", B, -(-V // 32))
+        default = TM.default_launch("mask", B, -(-V // 32), DTYPES[dname].itemsize)
         dflt = next((r["us"] for r in mine if _same(r, default)), None)
         best[f"{dname} B={B}"] = {k: top[k] for k in (*TM.LaunchConfig.__dataclass_fields__, "us")}
         best[f"{dname} B={B}"]["default_us"] = dflt

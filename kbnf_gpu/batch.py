@@ -29,43 +29,36 @@ def _gather(matchers: Sequence[Matcher | None], device: torch.device):
     pool = None
     masks: list = []
     vocab_size = None
+    seen = None  # the last grammar checked (a batch usually holds one)
     for m in matchers:
         if m is None or m.is_finished():
             masks.append(None)
             continue
         compiled = m.compiled
-        if vocab_size is None:
-            vocab_size = compiled.vocab.size
-            pool = RowPool.for_device(device, compiled.words)
-        elif compiled.vocab.size != vocab_size:
-            raise ValueError("all matchers of a batch must share one vocabulary size")
+        if compiled is not seen:
+            if vocab_size is None:
+                vocab_size = compiled.vocab.size
+                pool = RowPool.for_device(device, compiled.words)
+            elif compiled.vocab.size != vocab_size:
+                raise ValueError("all matchers of a batch must share one vocabulary size")
+            seen = compiled
         masks.append((compiled, compiled.mask(m.state)))
     if pool is not None:
         epoch = pool.evictions
-        stale = [e for e in masks if e is not None and not _slots_kept(e[1], pool, epoch)]
+        kept = (pool, epoch)
+        stale = [e for e in masks if e is not None and (e[1].pool_slots is None or e[1].pool_slots[:2] != kept)]
         if stale:
             _ask_pool(pool, stale)
             if pool.evictions != epoch:
                 _ask_pool(pool, [e for e in masks if e is not None])
-    row_lists: list = []
-    extra_lists: list = []
-    skip: list[bool] = []
-    for entry in masks:
-        if entry is None:  # finished or unconstrained: leave the row alone
-            row_lists.append(())
-            extra_lists.append(())
-            skip.append(True)
-        else:
-            mask = entry[1]
-            row_lists.append(mask.pool_slots[2])
-            extra_lists.append(mask.extras)
-            skip.append(False)
+    # finished or unconstrained: the entry is skipped (its row left alone); no skip list when none is
+    row_lists = [_NONE if e is None else e[1].pool_slots[2] for e in masks]
+    extra_lists = [_NONE if e is None else e[1].extras for e in masks]
+    skip = [e is None for e in masks] if None in masks else None
     return pool, row_lists, extra_lists, skip, vocab_size
 
 
-def _slots_kept(mask, pool: RowPool, epoch: int) -> bool:
-    kept = mask.pool_slots
-    return kept is not None and kept[0] is pool and kept[1] == epoch
+_NONE = np.zeros(0, dtype=np.int32)  # a skipped entry's rows and extras (int32: build_csr copies them whole)
 
 
 def _ask_pool(pool: RowPool, entries: list) -> None:
@@ -81,7 +74,7 @@ def _ask_pool(pool: RowPool, entries: list) -> None:
     at = 0
     for _, mask in entries:
         n = mask.rows.size
-        mask.pool_slots = (pool, epoch, np.asarray(slots[at:at + n], dtype=np.int64))
+        mask.pool_slots = (pool, epoch, np.asarray(slots[at:at + n], dtype=np.int32))
         at += n
 
 

@@ -37,3 +37,14 @@ def test_fuzz_grammars_tiny(tmp_path):
          "--out", str(out)], tmp_path)
     report = json.loads(out.read_text())
     assert sum(sum(c.values()) for c in report["counts"].values()) == 80 and not report["crashes_and_hangs"]
+
+
+def test_profile_kernels_launches_agree_on_the_interpreter(tmp_path):
+    """Every launch profile_kernels times writes the same logits as the default launch (bf16 and fp32)."""
+    r = run([str(REPO / "benchmarks" / "profile_kernels.py"), "--launches", "--kernels", "apply,mask",
+             "--dtype", "bf16,fp32"], tmp_path)
+    lines = [ln for ln in r.stdout.splitlines() if "(interpreter)" in ln]
+    assert "MISMATCH" not in r.stdout and len(lines) >= 2 * 2 * 8
+    assert sum("(default)" in ln for ln in lines) == 4
+    r = run([str(REPO / "benchmarks" / "profile_kernels.py"), "--profile", "--kernels", "apply"], tmp_path)
+    assert "profiled apply" in r.stdout

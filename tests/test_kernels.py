@@ -185,8 +185,9 @@ def test_default_launch_is_valid_for_every_size():
     for kind in ("mask", "apply", "fill"):
         for n in (1, 7, 128, 4096):
             for words in (1, 4008, 8192):
-                cfg = TM.default_launch(kind, n, words)
-                assert cfg == TM.LaunchConfig(**cfg.__dict__)  # re-validates the fields
+                for elem_size in (2, 4):
+                    cfg = TM.default_launch(kind, n, words, elem_size)
+                    assert cfg == TM.LaunchConfig(**cfg.__dict__)  # re-validates the fields
     with pytest.raises(ValueError, match="kind"):
         TM.default_launch("scatter", 1, 4008)
     with pytest.raises(ValueError, match="power of two"):
@@ -364,7 +365,7 @@ def test_metadata_errors(backend):
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_triton_block_sizes(monkeypatch, block_words, dtype):
     """Every block size the launcher can pick, with blocks that straddle V and the logits width."""
-    monkeypatch.setattr(TM, "default_launch", lambda kind, n, w: TM.LaunchConfig(block_words, 4))
+    monkeypatch.setattr(TM, "default_launch", lambda kind, n, w, elem_size=2: TM.LaunchConfig(block_words, 4))
     rng = np.random.default_rng(block_words)
     V = 5000
     sets = [set(rng.choice(V, size=k, replace=False).tolist()) for k in (0, 3, 700, 2500)]
@@ -610,6 +611,43 @@ def test_row_pool_shares_rows_by_content_and_stays_bounded():
     with pytest.raises(ValueError, match="capacity"):
         RowPool("cpu", capacity=0)
     assert RowPool.for_device("cpu", W) is RowPool.for_device(torch.device("cpu"), W)
+
+
+_AS = {
+    "list": lambda xs: list(xs),
+    "tuple": lambda xs: tuple(xs),
+    "int64": lambda xs: np.asarray(xs, dtype=np.int64),
+    "int32": lambda xs: np.asarray(xs, dtype=np.int32),
+}
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.lists(st.integers(0, 9), max_size=4), st.lists(st.integers(0, 999), max_size=6),
+                          st.sampled_from(sorted(_AS)), st.sampled_from(sorted(_AS))), max_size=6),
+       st.booleans())
+def test_build_csr_is_the_same_for_every_list_type(entries, with_skip):
+    """int32 arrays take a one-copy path, anything else the checked int64 one: the buffers are identical."""
+    rows = [r for r, _, _, _ in entries]
+    extras = [e for _, e, _, _ in entries]
+    skip = [i % 2 == 0 for i in range(len(entries))] if with_skip else None
+    plain = build_csr(rows, extras, device="cpu", skip=skip, num_rows=10)
+    typed = build_csr([_AS[kr](r) for r, _, kr, _ in entries], [_AS[ke](e) for _, e, _, ke in entries],
+                      device="cpu", skip=skip, num_rows=10)
+    for a, b in zip((*plain.csr(), plain.skip), (*typed.csr(), typed.skip)):
+        assert (a is None and b is None) or a.tolist() == b.tolist()
+    assert typed.row_idx.tolist() == [x for r in rows for x in r]
+    assert typed.extra_ids.tolist() == [x for e in extras for x in e]
+
+
+@pytest.mark.parametrize("kind", ["list", "int32", "int64"])
+def test_build_csr_checks_ids_on_every_path(kind):
+    with pytest.raises(ValueError, match=r"row ids must lie in \[0, 2\)"):
+        build_csr([_AS[kind]([0, 1]), _AS[kind]([2])], None, device="cpu", num_rows=2)
+    with pytest.raises(ValueError, match=r"row ids must lie in \[0, 2\)"):
+        build_csr([_AS[kind]([-1])], None, device="cpu", num_rows=2)
+    if kind != "int32":
+        with pytest.raises(ValueError, match="extra token ids must fit in int32"):
+            build_csr([[0]], [_AS[kind]([1 << 31])], device="cpu")
 
 
 def test_build_csr_layout_one_buffer():

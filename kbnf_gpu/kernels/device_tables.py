@@ -257,6 +257,22 @@ def _concat(lists: Sequence[IntList], total: int) -> np.ndarray:
     return np.fromiter(itertools.chain.from_iterable(lists), dtype=np.int64, count=total)
 
 
+def _concat_into(out: np.ndarray, lists: Sequence[IntList]) -> bool:
+    """Write int32 arrays end to end into ``out`` in one copy; False (nothing promised) for any other input."""
+    if not out.size:
+        return True
+    try:
+        np.concatenate(lists, out=out, casting="no")
+    except (TypeError, ValueError):  # a list, a tuple or a wider dtype: the checked int64 path
+        return False
+    return True
+
+
+def _check_row_ids(row_idx: np.ndarray, num_rows: int | None) -> None:
+    if num_rows is not None and row_idx.size and (row_idx.min() < 0 or row_idx.max() >= num_rows):
+        raise ValueError(f"row ids must lie in [0, {num_rows}), got [{row_idx.min()}, {row_idx.max()}]")
+
+
 def build_csr(
     row_lists: Sequence[IntList],
     extra_lists: Sequence[IntList] | None = None,
@@ -283,18 +299,6 @@ def build_csr(
     rc = np.fromiter(map(len, row_lists), dtype=np.int64, count=n)
     ec = np.fromiter(map(len, extra_lists), dtype=np.int64, count=n)
     nnz, ne = int(rc.sum()), int(ec.sum())
-    row_idx = _concat(row_lists, nnz)
-    if row_offsets is not None:
-        off = np.asarray(row_offsets, dtype=np.int64)
-        if off.shape != (n,):
-            raise ValueError(f"row_offsets must have {n} entries, got shape {off.shape}")
-        row_idx = row_idx + np.repeat(off, rc)
-    if num_rows is not None and nnz and (row_idx.min() < 0 or row_idx.max() >= num_rows):
-        raise ValueError(f"row ids must lie in [0, {num_rows}), got [{row_idx.min()}, {row_idx.max()}]")
-    extra_ids = _concat(extra_lists, ne)
-    if ne and (extra_ids.min() < -(1 << 31) or extra_ids.max() >= (1 << 31)):
-        raise ValueError("extra token ids must fit in int32")
-
     parts: list[tuple[str, int]] = [("row_ptr", n + 1), ("extra_ptr", n + 1)]
     if indices is not None:
         parts.append(("indices", n))
@@ -333,8 +337,23 @@ def build_csr(
         if sk.shape != (n,):
             raise ValueError(f"skip must have {n} entries, got shape {sk.shape}")
         host[spans["skip"]] = sk != 0
-    host[spans["row_idx"]] = row_idx
-    host[spans["extra_ids"]] = extra_ids
+    row_out, extra_out = host[spans["row_idx"]], host[spans["extra_ids"]]
+    if row_offsets is None and _concat_into(row_out, row_lists):
+        _check_row_ids(row_out, num_rows)
+    else:
+        row_idx = _concat(row_lists, nnz)
+        if row_offsets is not None:
+            off = np.asarray(row_offsets, dtype=np.int64)
+            if off.shape != (n,):
+                raise ValueError(f"row_offsets must have {n} entries, got shape {off.shape}")
+            row_idx = row_idx + np.repeat(off, rc)
+        _check_row_ids(row_idx, num_rows)
+        row_out[:] = row_idx
+    if not _concat_into(extra_out, extra_lists):
+        extra_ids = _concat(extra_lists, ne)
+        if ne and (extra_ids.min() < -(1 << 31) or extra_ids.max() >= (1 << 31)):
+            raise ValueError("extra token ids must fit in int32")
+        extra_out[:] = extra_ids
 
     buf = host_t if on_cpu else staging.to_device(host_t, dev)
     views = {name: buf[s] for name, s in spans.items()}

@@ -88,28 +88,38 @@ class LaunchConfig:
         return self.block_words * self.blocks_per_program
 
 
-def default_launch(kind: str, n: int, num_words: int) -> LaunchConfig:
-    """The launch for ``n`` entries of ``num_words`` words; ``kind`` is "mask", "apply" or "fill".
+def default_launch(kind: str, n: int, num_words: int, elem_size: int = 2) -> LaunchConfig:
+    """The launch for ``n`` entries of ``num_words`` words of ``elem_size``-byte logits.
 
-    Measured on an H200 (``gpu_suite.py --sweep``, V = 128,256, bf16 and fp32,
-    B = 1 to 1,024, 41 launches): one warp per 32-word tile (1,024 tokens),
-    scalar masked stores and 64 extra ids compared per step were the fastest
-    "mask" launch at every batch size and dtype: B = 1 in 3.8 µs, B = 1,024
-    bf16 in 194 µs (1.5x the read + write floor) against 497 µs for the
-    launch reasoned before (128-word tiles, 8 warps). Wider tiles, more warps,
-    several tiles per program, persistent grids and the "select" and "packed"
-    stores were all slower (the stores measured with 16 extra ids per step
-    only, where "packed" beat "masked" in bf16 by about 6%; "split" came later). "fill" and "apply" take the same launch (the same
-    tile walk, without the stores or without the extra ids); measured against
-    the reasoned one, fill went from 700 to 484 µs and apply from 1,523 to
-    1,462 µs at B = 4,096 bf16.
+    ``kind`` is "mask", "apply" or "fill". Measured on an H200 (``gpu_suite.py
+    --sweep`` and ``profile_kernels.py --launches``, V = 128,256):
+
+    * "mask": one warp per 32-word tile (1,024 tokens), scalar masked stores and
+      64 extra ids compared per step were the fastest of 41 launches at every
+      batch size (1 to 1,024) in bf16 and fp32: B = 1 in 3.8 µs, B = 1,024 bf16
+      in 194 µs (1.5x the read + write floor) against 497 µs for the launch
+      reasoned before (128-word tiles, 8 warps). Wider tiles, more warps,
+      several tiles per program, persistent grids and the "select", "packed"
+      and "split" stores were slower or no faster.
+    * "apply" (a bitmask already on the device): the same tile with the
+      "packed" store in bf16/fp16: 19 µs at B = 128 and 524 µs at B = 4,096
+      against 47 and 1,464 µs with masked stores (those stall on the bitmask
+      load: ncu showed 0.25 eligible warps per scheduler). In fp32 "packed"
+      is 2.6x slower (4 logits per pack); there masked stores on a persistent
+      grid of 4 programs per SM win: 36 µs at B = 128 and 1,088 µs at B =
+      4,096 against 42 and 1,330 µs.
+    * "fill": the same tile (484 µs at B = 4,096, from 700 reasoned).
     """
     if kind not in ("mask", "apply", "fill"):
         raise ValueError(f"kind must be 'mask', 'apply' or 'fill', got {kind!r}")
+    if kind == "apply":
+        return _APPLY_LAUNCH_16 if elem_size <= 2 else _APPLY_LAUNCH_32
     return _DEFAULT_LAUNCH
 
 
 _DEFAULT_LAUNCH = LaunchConfig(32, 1, extra_chunk=64)
+_APPLY_LAUNCH_16 = LaunchConfig(32, 1, store="packed")
+_APPLY_LAUNCH_32 = LaunchConfig(32, 1, programs_per_sm=4)
 
 _SM_COUNT: dict[int, int] = {}
 
@@ -353,7 +363,7 @@ def mask_logits(
     num_words = triton.cdiv(logits.shape[1], 32)
     if n == 0 or num_words == 0:
         return
-    cfg = launch or default_launch("mask", n, num_words)
+    cfg = launch or default_launch("mask", n, num_words, logits.element_size())
     per_entry, tiles = _tiles(n, num_words, cfg)
     _mask_logits_kernel[_grid(tiles, cfg, logits.device)](
         logits, logits.stride(0), logits.shape[1], logits.shape[0],
@@ -415,7 +425,7 @@ def apply_bitmask(
     num_words = triton.cdiv(logits.shape[1], 32)
     if n == 0 or num_words == 0:
         return
-    cfg = launch or default_launch("apply", n, num_words)
+    cfg = launch or default_launch("apply", n, num_words, logits.element_size())
     per_entry, tiles = _tiles(n, num_words, cfg)
     _apply_bitmask_kernel[_grid(tiles, cfg, logits.device)](
         logits, logits.stride(0), logits.shape[1], min(logits.shape[0], bitmask.shape[0]),
