@@ -221,14 +221,16 @@ def xgrammar_apply(extra: dict):
         return None
 
 
-def _inner(ctx: BenchContext, floor_s: float) -> int:
-    return max(1, min(ctx.inner, round(SAMPLE_S / max(floor_s, 1e-6))))
+def inner_calls(floor_s: float, cap: int = 20) -> int:
+    """GPU calls per timed sample (at most ``cap``) for a call whose memory floor is ``floor_s``: a sample
+    lasts about ``SAMPLE_S``."""
+    return max(1, min(cap, round(SAMPLE_S / max(floor_s, 1e-6))))
 
 
 def timed(ctx: BenchContext, row: dict, name: str, fn: Callable[[int], None], *, eager: bool, floor_s: float) -> None:
     """Time ``fn`` into ``row``: ``{name}_us`` (graph replay on CUDA), ``{name}_min_us``, ``{name}_eager_us``."""
     if ctx.cuda:
-        inner = _inner(ctx, floor_s)
+        inner = inner_calls(floor_s, ctx.inner)
         t_graph = time_cuda(fn, ctx.repeats, ctx.warmup, inner, graph=True)
         row[f"{name}_us"] = None if t_graph is None else t_graph[0] * 1e6
         row[f"{name}_min_us"] = None if t_graph is None else t_graph[1] * 1e6

@@ -589,7 +589,7 @@ def sweep_section(rep: Report, args, device, copy_bw: float, deadline: float) ->
     import torch
     from dataclasses import replace
 
-    from bench_mask_gpu import DTYPES, synthetic_batch, synthetic_table, time_cpu, time_cuda
+    from bench_mask_gpu import DTYPES, inner_calls, synthetic_batch, synthetic_table, time_cpu, time_cuda
 
     from kbnf_gpu.kernels import triton_mask as TM
 
@@ -612,7 +612,7 @@ def sweep_section(rep: Report, args, device, copy_bw: float, deadline: float) ->
         fn = lambda i: TM.mask_logits(logits, table, *csr.csr(), None, None, V, launch=cfg)  # noqa: E731
         if cuda:
             floor_s = 2 * logits.numel() * logits.element_size() / copy_bw
-            t = time_cuda(fn, 10, 2, max(1, min(20, round(5e-4 / floor_s))), graph=True)
+            t = time_cuda(fn, 10, 2, inner_calls(floor_s), graph=True)
             us = None if t is None else t[0] * 1e6
         else:
             us = time_cpu(fn, 1, 0)[0] * 1e6

@@ -27,7 +27,8 @@ import torch
 if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")  # before triton_mask is first imported
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_mask_gpu import DTYPES, synthetic_lists, synthetic_table, time_cuda  # noqa: E402
+from bench_mask_gpu import (  # noqa: E402
+    DTYPES, inner_calls, measure_copy_bandwidth, synthetic_lists, synthetic_table, time_cuda)
 
 import kbnf_gpu.kernels as K  # noqa: E402
 from kbnf_gpu.kernels.device_tables import build_csr  # noqa: E402
@@ -99,6 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     device = torch.device("cuda" if cuda else "cpu")
     batches = [int(b) for b in args.batch.split(",")] if cuda else [3]
     V = args.vocab if cuda else 300
+    copy_bw = measure_copy_bandwidth(device) if cuda and args.launches else None  # bytes/s, read + write
     for dname, B, kind in ((d, B, k) for d in dnames for B in batches for k in kinds):
         dtype = DTYPES[dname]
         run, reset, result = launcher(kind, B, V, dtype, device, not args.no_extras)
@@ -125,8 +127,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"MISMATCH {kind} B={B} {cfg}", flush=True)
                 return 1
             if cuda:
-                floor = 2 * B * V * dtype.itemsize / 3e12
-                t = time_cuda(lambda i, c=cfg: run(c, i), 10, 2, max(1, min(20, round(5e-4 / floor))), graph=True)
+                floor_s = 2 * B * V * dtype.itemsize / copy_bw
+                t = time_cuda(lambda i, c=cfg: run(c, i), 10, 2, inner_calls(floor_s), graph=True)
                 us = "-" if t is None else f"{t[0] * 1e6:8.1f}"
             else:
                 us = "(interpreter)"

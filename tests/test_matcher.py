@@ -184,6 +184,16 @@ def test_numpy_and_python_token_ids_step_alike(list_grammar):
     assert a.is_accepting() and b.is_accepting()
 
 
+def test_compiled_step_token_refuses_ids_outside_the_vocabulary(list_grammar):
+    """Its memo key (state uid * span + id) is unique only for vocabulary ids: others raise, never alias."""
+    state = Matcher(list_grammar).state
+    for bad in (-1, list_grammar.vocab.size + 10**6):
+        with pytest.raises(ValueError, match="outside the vocabulary"):
+            list_grammar.step_token(state, bad)
+    after, _ = list_grammar.step_token(state, tid(b"["))
+    assert after is not state
+
+
 @pytest.mark.parametrize("case", sorted(_rejection_cases()))
 @pytest.mark.parametrize("prefix", [[], [b"[", b"1"], [b"[", b"\"a"]])
 def test_rejected_token_leaves_state_unchanged(list_grammar, case, prefix):

@@ -144,8 +144,11 @@ class CompiledGrammar:
 
     def step_token(self, state: ParserState, token_id: int) -> tuple[ParserState, bool]:
         """(state after the token's bytes, whether the grammar completed at a byte boundary inside it).
-        ``token_id`` must be a vocabulary id, ``0 <= token_id < V`` (``Matcher`` checks it)."""
-        key = state.uid * self._token_span + token_id  # an int key (no tuple to track); ids are < the vocabulary size
+        ``token_id`` must be a vocabulary id, ``0 <= token_id < V`` (``Matcher`` turns others into
+        ``TokenRejected``; here they are a ``ValueError``: the memo key below is unique only for those ids)."""
+        if not 0 <= token_id < self._token_span:
+            raise ValueError(f"token id {token_id!r} is outside the vocabulary (size {self.vocab.size})")
+        key = state.uid * self._token_span + token_id  # an int key: no tuple for the garbage collector to track
         hit = self._token_memo[key]
         if hit is None:
             data = self._token_bytes[token_id]

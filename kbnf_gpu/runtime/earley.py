@@ -324,8 +324,7 @@ class EarleyParser:
             structure = [(p, _first_seen(order, o), t, q) for p, o, t, q in pairs]
             structure.append(flags)  # an int last: no set's shape (tuples only) is equal
             shape = self._shape_id(tuple(structure))
-            set_refs = self._set_by_uid.data
-            origins = tuple([set_refs[u]() for u in order])
+            origins = tuple([self._set_by_uid.get(u) for u in order])  # None: freed (swept from the table or not)
             if None in origins:  # a caller let a set its pairs start in die: a bug, never a silently wrong state
                 raise RuntimeError("a new parser state's origin set was freed before the state was interned")
             lex = self._lex_id(pairs)
