@@ -20,7 +20,8 @@ Parts:
    time, as xgrammar compiles its builtin JSON grammar; compile times printed);
    statistics for the first 20 documents and the last 100, and our parser and
    cache sizes after 20/100/200 documents.
-2. ``schemas``: 5 realistic schemas x 50 instances: first 10 and last 25 (per-request
+2. ``schemas``: 6 realistic schemas x 50 instances (one with patterns that count: a name,
+   a line of text, an IBAN): first 10 and last 25 (per-request
    grammars: ours compiled lazily, so its first instances pay the table walks), and
    each engine's compile time plus its steps over the first 10 instances.
 3. ``gbnf``: llama.cpp's ``grammars/*.gbnf`` files and its README name/age
@@ -209,6 +210,17 @@ def _config(rng: random.Random) -> dict:
             "spec": {"replicas": rng.randint(1, 10), "containers": [container() for _ in range(rng.randint(1, 3))]}}
 
 
+def _account(rng: random.Random) -> dict:
+    name_chars = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-"
+    out = {"username": "".join(rng.choice(name_chars) for _ in range(rng.randint(3, 32))),
+           "display_name": " ".join(rng.choice(WORDS + UNICODE) for _ in range(rng.randint(1, 5)))[:60],
+           "iban": rng.choice(["DE", "GB", "FR", "NL"]) + f"{rng.randint(10, 99)}"
+                   + "".join(rng.choice("ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789") for _ in range(rng.randint(11, 30)))}
+    if rng.random() < 0.6:
+        out["bio"] = " ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 25)))[:160]
+    return out
+
+
 SCHEMAS: dict[str, tuple[dict, Callable[[random.Random], dict]]] = {
     "user": ({"type": "object", "properties": {
         "id": {"type": "integer", "minimum": 1}, "name": {"type": "string", "minLength": 1, "maxLength": 40},
@@ -264,6 +276,13 @@ SCHEMAS: dict[str, tuple[dict, Callable[[random.Random], dict]]] = {
                 "required": ["name", "image"], "additionalProperties": False}}},
             "required": ["replicas", "containers"], "additionalProperties": False}},
         "required": ["apiVersion", "kind", "metadata", "spec"], "additionalProperties": False}, _config),
+    # patterns that count (a name, a line of text, an IBAN) and a long maxLength
+    "account": ({"type": "object", "properties": {
+        "username": {"type": "string", "pattern": "^[a-zA-Z0-9_-]{3,32}$"},
+        "display_name": {"type": "string", "pattern": "^.{1,60}$"},
+        "iban": {"type": "string", "pattern": "^[A-Z]{2}[0-9]{2}[A-Z0-9]{11,30}$"},
+        "bio": {"type": "string", "maxLength": 160}},
+        "required": ["username", "display_name", "iban"], "additionalProperties": False}, _account),
 }
 
 

@@ -33,7 +33,7 @@ from data_paths import corpus_cases
 from kbnf_gpu import ir
 from kbnf_gpu.errors import GrammarError
 from kbnf_gpu.frontends import parse_grammar
-from kbnf_gpu.frontends.json_schema import JsonSchemaWarning, parse_json_schema
+from kbnf_gpu.frontends.json_schema import JsonSchemaWarning, _long_strings, parse_json_schema
 from kbnf_gpu.frontends.json_schema._pattern import PatternError, pattern_language
 from kbnf_gpu.frontends.json_schema._pyre import to_python
 from kbnf_gpu.frontends.json_schema._keys import other_keys
@@ -666,6 +666,8 @@ case("pattern-threaded", {"type": "string", "pattern": "^[a-z]+(-[a-z]+)*$", "mi
      ["abcd", "a-" * 32 + "a", "a--bc", "-abcd"], lambda r: "-".join("xyz"[: r.randint(1, 3)] * r.randint(1, 4) for _ in range(r.randint(2, 8)))[:64].strip("-"))
 case("email-max-length", {"type": "string", "format": "email", "maxLength": 40}, ["x" * 40 + "@b.co", "nope"],
      lambda r: "u%d@%s.example" % (r.randint(0, 10**6), "d" * r.randint(1, 20)))
+case("pattern-counting-far", {"type": "string", "pattern": "^(ab|cd|ef|gh){1,300}$"}, ["", "abc", "ab" * 301],
+     lambda r: "".join(r.choice(["ab", "cd", "ef", "gh"]) for _ in range(r.choice([1, 7, 8, 9, r.randint(1, 300)]))))
 case("pattern-min-length", {"type": "string", "pattern": "ab", "minLength": 40}, ["ab" + "x" * 37, "x" * 50],
      lambda r: "x" * r.randint(0, 30) + "ab" + "é" * r.randint(38, 60))
 case("pattern-untyped", {"pattern": "^[a-z]*$", "minLength": 2}, ["A", "ab1", "a"])
@@ -972,6 +974,51 @@ def test_threaded_strings_exact(schema: dict) -> None:
         got, valid = chk.complete(json.dumps(s)), v.is_valid(s)
         # Python's "$" also matches before a final newline; the grammar follows ECMA-262
         assert got == valid or (valid and s.endswith("\n")), s
+
+
+@needs_check
+@pytest.mark.parametrize(
+    "pattern, pieces",
+    [
+        ("^(ab|c){2,40}$", ["ab", "c", "a"]),
+        (r"^.{3,45}$", ["a", "\u00e9", "\n", "\U0001F600", '"']),
+        ("^[a-c]{5,40}-?$", ["a", "b", "c", "-"]),
+        ("^(a[bc]){4,}$", ["ab", "ac", "a"]),
+        ("^x(\u00e9|ab){0,30}y$", ["x", "\u00e9", "ab", "y", "b"]),
+    ],
+)
+def test_far_counting_patterns_in_chunks_exact(pattern: str, pieces: list[str], monkeypatch) -> None:
+    """A pattern whose automaton is big is served as chunk lexemes with a rest of fewer than ``STRING_CHUNK``
+    code points (``chunked_pattern``). With the threshold lowered every one here is chunked, and its
+    language stays the pattern's, at chunk boundaries and across them."""
+    monkeypatch.setattr(_long_strings, "BIG_PATTERN", 2)
+    schema = {"type": "string", "pattern": pattern}
+    chk = Checker(schema)
+    assert len(chk.grammar.rules) > 2  # chunk rules, not one lexeme
+    v = validator(schema)
+    rnd = random.Random(8)
+    verdicts = set()
+    for _ in range(300):
+        s = "".join(rnd.choice(pieces) for _ in range(rnd.choice([0, 1, 2, 3, 7, 8, 9, 15, 16, 17, 20, 31, 40, 46])))
+        if pattern.startswith("^x") and rnd.random() < 0.7:
+            s = "x" + s + "y"
+        # Python's "$" also matches before a final newline; the grammar follows ECMA-262
+        valid = v.is_valid(s) and not s.endswith("\n")
+        verdicts.add(valid)
+        assert chk.complete(json.dumps(s, ensure_ascii=False)) == valid, s
+        assert chk.complete(json.dumps(s)) == valid, s  # past ASCII, every code point an escape
+    assert verdicts == {True, False}
+
+
+def test_far_counting_pattern_compiles_where_one_lexeme_would_not() -> None:
+    """``^(ab|cd|ef|gh){1,300}$`` as one lexeme passes ``max_dfa_states`` (every code point also an escape);
+    in chunks it compiles, and the count stays exact."""
+    chk = Checker({"type": "string", "pattern": "^(ab|cd|ef|gh){1,300}$"})
+    for n in (0, 1, 7, 8, 9, 16, 150, 299, 300, 301):
+        assert chk.complete(json.dumps("cd" * n)) == (1 <= n <= 300), n
+    assert chk.complete(json.dumps("ab" * 8 + "ef" * 9, ensure_ascii=True).replace("e", "\\u0065", 1))
+    assert chk.status(json.dumps("ab" * 8 + "a")[:-1]) == "prefix"
+    assert not chk.complete(json.dumps("ab" * 8 + "a"))
 
 
 @needs_check

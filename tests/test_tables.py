@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import itertools
 import pathlib
 from dataclasses import dataclass, field
 
@@ -523,6 +524,86 @@ def test_table_cache_keeps_states_of_a_dfa_without_heavy_states_one_by_one(monke
     cache = TableCache(sparse_limit=1)
     assert [cache.inside_state(counter, q, vocab) for q in range(8)] == list(inside_sets(counter, vocab, 1))
     assert len(cache) == 8 and cache.misses == 8  # eight single states, never the whole table
+
+
+def test_table_cache_keeps_states_of_a_wide_dfa_one_by_one(monkeypatch):
+    """No ski rental either for a DFA whose whole walk is long (``walk_width`` above ``WHOLE_MAX_WIDTH``: a
+    pattern that counts far): the read that turned it whole would stall its step for the whole walk. The same
+    DFA under a higher cap turns whole as before."""
+    from kbnf_gpu.compile import table_cache
+
+    monkeypatch.setattr(table_cache, "STATE_READS", 3)
+    vocab = vocab_of([b"a", b"ab", b"ba", b"abab", b"b", b"aab"])
+    counter = make_dfa(8, {**{(i, 97): i + 1 for i in range(7)}, **{(i, 98): i + 1 for i in range(7)}}, [7])
+    width = dfa_walk.walk_width(TokenTrie.from_vocab(vocab), counter)
+    whole = list(inside_sets(counter, vocab, 1))
+    monkeypatch.setattr(table_cache, "WHOLE_MAX_WIDTH", width - 0.5)
+    cache = TableCache(sparse_limit=1)
+    assert [cache.inside_state(counter, q, vocab) for q in range(8)] == whole
+    assert len(cache) == 8 and cache.misses == 8  # eight single states, never the whole table
+    monkeypatch.setattr(table_cache, "WHOLE_MAX_WIDTH", width)
+    cache = TableCache(sparse_limit=1)
+    assert [cache.inside_state(counter, q, vocab) for q in range(8)] == whole
+    assert cache.misses == 4  # three single states, then the whole table
+
+
+@st.composite
+def counters(draw) -> ArrayDFA:
+    """``X{lo,n}``-like DFAs: position ``i`` steps to ``i + 1`` on one byte class, accepting from ``lo`` on,
+    plus a few random edges (positions far from the bound act alike on short strings)."""
+    n = draw(st.integers(2, 12))
+    step = draw(st.sets(st.sampled_from(ALPHABET), min_size=1))
+    edges = {(i, byte): i + 1 for i in range(n - 1) for byte in step}
+    for _ in range(draw(st.integers(0, 2))):
+        edges[(draw(st.integers(0, n - 1)), draw(st.sampled_from(ALPHABET)))] = draw(st.integers(0, n - 1))
+    return make_dfa(n, edges, set(range(draw(st.integers(0, n - 1)), n)))
+
+
+@FAST
+@given(st.one_of(dfas(max_states=8), counters()), st.integers(0, 3))
+def test_short_twins_act_alike_on_every_short_string(dfa, horizon):
+    """Two states share a twin iff on every string of at most ``horizon`` bytes both die after the same
+    prefixes and accept after the same ones; the twin is the least such state."""
+    n = dfa.transitions.shape[0]
+    strings = [bytes(p) for k in range(horizon + 1) for p in itertools.product(ALPHABET, repeat=k)]
+
+    def behaviour(q: int) -> tuple:
+        out = []
+        for data in strings:
+            s = q
+            for byte in data:
+                s = int(dfa.transitions[s, byte]) if s >= 0 else -1
+            out.append(-1 if s < 0 else int(dfa.accepting[s]))
+        return tuple(out)
+
+    twins = dfa_walk.short_twins(dfa, horizon)
+    seen = {behaviour(q) for q in range(n)}
+    first = {}
+    for q in range(n):
+        first.setdefault(behaviour(q), q)
+    assert len(set(twins.tolist())) == len(seen)
+    assert twins.tolist() == [first[behaviour(q)] for q in range(n)]
+
+
+@FAST
+@given(st.one_of(dfas(max_states=8), counters()), dfas(), vocabs, st.integers(0, 3), st.booleans())
+def test_one_state_sets_from_short_twins_are_the_whole_tables(a, b, tokens, short, backwards):
+    """A state read one by one whose twin acts alike on every token of at most ``SHORT_TOKEN_BYTES`` bytes
+    (and one byte more) takes the twin's set for those tokens and walks only the longer ones: every state's
+    sets equal the whole tables' (canonical form included), whichever state of a pair is read first."""
+    from kbnf_gpu.compile import table_cache
+
+    vocab = vocab_of(tokens)
+    whole = (inside_sets(a, vocab, 3), cross_sets(a, b, vocab, 3), deep_sets(a, [lexeme_splits(b, vocab)], vocab, 3))
+    n = a.transitions.shape[0]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(table_cache, "SHORT_TOKEN_BYTES", short)
+        patch.setattr(table_cache, "STATE_READS", 1 << 30)  # never the whole table
+        cache = TableCache(sparse_limit=3)
+        for q in (reversed(range(n)) if backwards else range(n)):
+            got = (cache.inside_state(a, q, vocab), cache.cross_state(a, q, b, vocab),
+                   cache.deep_state(a, q, [b], vocab))
+            assert [(ids(s), s.is_dense) for s in got] == [(ids(t[q]), t[q].is_dense) for t in whole]
 
 
 @FAST

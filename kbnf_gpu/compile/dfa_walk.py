@@ -33,6 +33,7 @@ from typing import Protocol
 import numpy as np
 
 from ..runtime.caches import lru_get
+from .token_sets import words_for
 from .token_trie import TokenTrie
 
 
@@ -745,6 +746,8 @@ _first_byte_rows: "OrderedDict[str, np.ndarray]" = OrderedDict()
 _first_two_bytes_rows: "OrderedDict[str, tuple[np.ndarray, np.ndarray]]" = OrderedDict()
 _level_cache: "OrderedDict[str, tuple[np.ndarray, ...]]" = OrderedDict()
 _padded_tables: "OrderedDict[str, tuple[np.ndarray, np.ndarray]]" = OrderedDict()
+_twins: "OrderedDict[tuple[str, int], np.ndarray]" = OrderedDict()
+_long_tries: "OrderedDict[tuple[str, int], tuple[TokenTrie, np.ndarray]]" = OrderedDict()
 _lock = threading.Lock()
 
 
@@ -818,6 +821,55 @@ def _walk_one_state(trie: TokenTrie, dfa: DFALike, q: int) -> tuple[np.ndarray, 
     result = walk_state(trie, dfa, q)
     ev, rows = result.events.candidates(trie, 1)
     return result.inside_tokens, rows.astype(np.int64), result.events.depth[ev].astype(np.int64)
+
+
+def short_twins(dfa: DFALike, horizon: int) -> np.ndarray:
+    """``int32 [n]``: for each state, the least state that acts as it does on every string of at most
+    ``horizon`` bytes (dies after the same prefixes, accepts after the same ones): Moore's refinement
+    stopped after ``horizon`` rounds. A counter's positions far from its bound are twins, and a token that
+    short cannot tell them apart (memoized per DFA)."""
+    def build() -> np.ndarray:
+        trans = np.asarray(dfa.transitions)
+        n = trans.shape[0]
+        by_byte = np.ascontiguousarray(trans.T)  # bytes every state treats alike: one column kept
+        _, first = np.unique(by_byte.view(np.dtype((np.void, by_byte.itemsize * n))).reshape(-1), return_index=True)
+        columns = trans[:, np.sort(first)].astype(np.int64)
+        columns[columns < 0] = n  # the dead state: class -1, the last entry of ``ext``
+        _, block = np.unique(np.asarray(dfa.accepting, dtype=np.int64), return_inverse=True)
+        block = block.reshape(n)
+        ext = np.empty(n + 1, dtype=np.int64)
+        count = int(block.max(initial=-1)) + 1
+        signature = np.empty((n, columns.shape[1] + 1), dtype=np.int64)
+        rows = signature.view(np.dtype((np.void, signature.itemsize * signature.shape[1]))).reshape(n)
+        for _ in range(horizon):
+            ext[:n] = block
+            ext[n] = -1
+            signature[:, 0] = block  # (class, successors' classes), each row compared as one blob of bytes
+            np.take(ext, columns, out=signature[:, 1:])
+            _, key = np.unique(rows, return_inverse=True)
+            key = key.reshape(n)
+            stable = int(key.max(initial=-1)) + 1 == count
+            block, count = key, int(key.max(initial=-1)) + 1
+            if stable:
+                break
+        least = np.full(count, n, dtype=np.int64)
+        np.minimum.at(least, block, np.arange(n))
+        return _frozen(least[block].astype(np.int32))
+
+    return lru_get(_twins, _lock, (dfa.fingerprint, horizon), _WALK_CACHE_SIZE, build)
+
+
+def long_tokens(trie: TokenTrie, min_len: int) -> tuple[TokenTrie, np.ndarray]:
+    """The trie of ``trie``'s tokens longer than ``min_len`` bytes (:meth:`TokenTrie.longer_than`) and their
+    ``uint32`` bitset (memoized per vocabulary)."""
+    def build() -> tuple[TokenTrie, np.ndarray]:
+        longer = trie.longer_than(min_len)
+        bits = np.zeros(words_for(trie.vocab_size), dtype=np.uint32)
+        ids = longer.row_ids.astype(np.int64)
+        np.bitwise_or.at(bits, ids >> 5, (np.uint32(1) << (ids & 31).astype(np.uint32)))
+        return longer, _frozen(bits)
+
+    return lru_get(_long_tries, _lock, (trie.fingerprint, min_len), _TRIE_CACHE_SIZE, build)
 
 
 def has_heavy_state(trie: TokenTrie, dfa: DFALike) -> bool:
@@ -919,3 +971,4 @@ def clear_walk_cache() -> None:
     with _lock:
         _events.clear()
         _state_walks.clear()
+        _twins.clear()

@@ -20,7 +20,7 @@ from typing import TypeVar, Union
 
 import numpy as np
 
-from .dfa_walk import DFALike, has_heavy_state
+from .dfa_walk import DFALike, has_heavy_state, long_tokens, short_twins, walk_width
 from .tables import (
     Lexemes,
     LexemeSplits,
@@ -40,6 +40,15 @@ from .token_trie import TokenTrie, VocabularyLike
 
 FORMAT = "kbnf_gpu.tables/1"
 STATE_READS = 16  # states of one table computed one by one in a process before its whole table is instead
+# ... if its whole walk is at most this many walks of the trie (``walk_width``; on Llama-3 a width of 9 walks
+# whole in ~35 ms, the counted-string chunk's 19 in 80-110 ms, 30 in 150-330 ms, ``.{10,60}``'s 89 in a second):
+# the read that turns a table whole waits for it, and a longer stall is worse than going on state by state
+# (where ``short_twins`` spare most of a counter's walks)
+WHOLE_MAX_WIDTH = 10.0
+# A state read one by one whose twin on every string of this many bytes and one more (``short_twins``: a
+# counter's position far from its bound) takes the twin's set for the tokens no longer than that and walks only
+# the longer ones (on Llama-3, 11,890 of 128,256 tokens are longer than 10 bytes)
+SHORT_TOKEN_BYTES = 10
 
 Table = Union["PackedSets", LexemeSplits]  # what the cache holds
 T = TypeVar("T", "PackedSets", LexemeSplits)
@@ -81,6 +90,7 @@ class TableCache:
         self._mem: OrderedDict[str | tuple, Table] = OrderedDict()
         self._whole_keys: dict[tuple, str] = {}  # (kind, fingerprints) -> the whole table's key
         self._state_reads: dict[tuple, int] = {}  # (kind, fingerprints) -> its states computed one by one
+        self._whole_pays: dict[tuple[str, str], bool] = {}  # (vocabulary, DFA) -> may its tables turn whole
         self._lock = threading.Lock()
         self.hits = 0
         self.disk_hits = 0
@@ -134,17 +144,18 @@ class TableCache:
     # whole (a DFA that recurs across grammars: one walk of every state then costs less than going on), so
     # state-by-state costs at most that many single walks more than the whole table would have. Not so a DFA
     # without a state most tokens enter (``[a-z]{200}``): its whole walk is threads from every state, what
-    # every state's own walk costs together, so its states stay one by one.
+    # every state's own walk costs together, so its states stay one by one; nor one whose whole walk would stall
+    # the step that triggers it for long (``WHOLE_MAX_WIDTH``: a pattern counting far, ``.{10,60}``).
 
     def inside_state(self, dfa: DFALike, q: int, vocab: VocabularyLike | TokenTrie) -> TokenSet:
         """``inside(dfa, vocab)[q]``, computed for ``q`` alone (or read off the whole table)."""
         return self._one_state("inside", (dfa,), q, vocab, lambda: self.inside(dfa, vocab),
-                               lambda trie: state_inside_set(dfa, q, trie, self.sparse_limit))
+                               lambda trie, q: state_inside_set(dfa, q, trie, self.sparse_limit))
 
     def cross_state(self, dfa_a: DFALike, q: int, dfa_b: DFALike, vocab: VocabularyLike | TokenTrie) -> TokenSet:
         """``cross(dfa_a, dfa_b, vocab)[q]``, computed for ``q`` alone (or read off the whole table)."""
         return self._one_state("cross", (dfa_a, dfa_b), q, vocab, lambda: self.cross(dfa_a, dfa_b, vocab),
-                               lambda trie: state_cross_set(dfa_a, q, dfa_b, trie, self.sparse_limit))
+                               lambda trie, q: state_cross_set(dfa_a, q, dfa_b, trie, self.sparse_limit))
 
     def deep_state(
         self, dfa_a: DFALike, q: int, followers: Sequence[DFALike], vocab: VocabularyLike | TokenTrie
@@ -153,12 +164,12 @@ class TableCache:
         followers = [b for _, b in sorted({b.fingerprint: b for b in followers}.items())]
         return self._one_state(
             "deep", (dfa_a, *followers), q, vocab, lambda: self.deep(dfa_a, followers, vocab),
-            lambda trie: state_deep_set(dfa_a, q, [self.lexemes(b, trie) for b in followers], trie,
-                                        self.sparse_limit))
+            lambda trie, q: state_deep_set(dfa_a, q, [self.lexemes(b, trie) for b in followers], trie,
+                                           self.sparse_limit))
 
     def _one_state(
         self, kind: str, dfas: tuple[DFALike, ...], q: int, vocab: VocabularyLike | TokenTrie,
-        whole: Callable[[], "PackedSets"], one: Callable[[TokenTrie], TokenSet],
+        whole: Callable[[], "PackedSets"], one: Callable[[TokenTrie, int], TokenSet],
     ) -> TokenSet:
         table_id = (kind, vocab.fingerprint, *(d.fingerprint for d in dfas))
         with self._lock:
@@ -168,6 +179,7 @@ class TableCache:
                 if len(self._whole_keys) >= self.max_entries:
                     self._whole_keys.clear()
                     self._state_reads.clear()
+                    self._whole_pays.clear()
                 whole_key = self._whole_keys[table_id] = table_key(*table_id, sparse_limit=self.sparse_limit)
             table = self._mem.get(whole_key)
             reads = self._state_reads.get(table_id, 0)
@@ -175,9 +187,31 @@ class TableCache:
                 self._state_reads[table_id] = reads + 1
         if table is not None:
             return table[q]
-        if hit is None and reads >= STATE_READS and has_heavy_state(as_trie(vocab), dfas[0]):
+        if hit is None and reads >= STATE_READS and self._turns_whole(dfas[0], vocab):
             return whole()[q]
-        return self._get(kind, vocab, dfas, lambda trie: (one(trie),), persist=False, state=q)[0]
+        twin = q if hit is not None else int(short_twins(dfas[0], SHORT_TOKEN_BYTES + 1)[q])
+        if twin == q:
+            return self._get(kind, vocab, dfas, lambda trie: (one(trie, q),), persist=False, state=q)[0]
+
+        def from_twin(trie: TokenTrie) -> tuple[TokenSet]:
+            shared = self._one_state(kind, dfas, twin, vocab, whole, one)
+            longer, long_bits = long_tokens(trie, SHORT_TOKEN_BYTES)
+            bits = shared.to_bitset() & ~long_bits | one(longer, q).to_bitset()
+            return (TokenSet.from_words(bits, trie.vocab_size, self.sparse_limit),)
+
+        return self._get(kind, vocab, dfas, from_twin, persist=False, state=q)[0]
+
+    def _turns_whole(self, dfa: DFALike, vocab: VocabularyLike | TokenTrie) -> bool:
+        """May ``dfa``'s tables, once read state by state ``STATE_READS`` times, be computed whole: it has a state
+        most tokens enter, and its whole walk is short (``WHOLE_MAX_WIDTH``)."""
+        key = (vocab.fingerprint, dfa.fingerprint)
+        found = self._whole_pays.get(key)
+        if found is None:
+            trie = as_trie(vocab)
+            found = has_heavy_state(trie, dfa) and walk_width(trie, dfa) <= WHOLE_MAX_WIDTH
+            with self._lock:
+                self._whole_pays[key] = found
+        return found
 
     # --------------------------------------------------------------- storage
 

@@ -123,9 +123,10 @@ class TokenSet:
     ) -> "TokenSet":
         w = words_for(vocab_size)
         bits = np.asarray(bits, dtype=np.uint32)
-        if bits.shape != (w,):
-            bits = bits[:w] if bits.shape[0] >= w else np.pad(bits, (0, w - bits.shape[0]))
-        return cls.from_mask(unpack_bits(bits, vocab_size), sparse_limit)
+        bits = bits[:w].copy() if bits.shape[0] >= w else np.pad(bits, (0, w - bits.shape[0]))
+        if vocab_size % 32:
+            bits[-1] &= np.uint32((1 << (vocab_size % 32)) - 1)  # no token past the vocabulary
+        return cls.from_words(bits, vocab_size, sparse_limit)
 
     # ------------------------------------------------------------- queries
 
@@ -206,10 +207,11 @@ class TokenSet:
         bits = np.bitwise_or.reduce(np.stack(dense), axis=0)
         if sparse:
             bits = bits | ids_to_bits(np.concatenate(sparse), vocab_size)
-        return TokenSet._from_packed(bits, vocab_size, sparse_limit)
+        return TokenSet.from_words(bits, vocab_size, sparse_limit)
 
     @staticmethod
-    def _from_packed(bits: np.ndarray, vocab_size: int, sparse_limit: int) -> "TokenSet":
+    def from_words(bits: np.ndarray, vocab_size: int, sparse_limit: int = DEFAULT_SPARSE_LIMIT) -> "TokenSet":
+        """The set of a ``uint32 [ceil(V/32)]`` bitset with no bits past ``vocab_size``."""
         count = int(np.bitwise_count(bits).sum())
         if count <= sparse_limit:
             return TokenSet.from_mask(unpack_bits(bits, vocab_size), sparse_limit)

@@ -126,6 +126,19 @@ class TokenTrie:
         matrix, lengths = vocab.token_matrix()
         return cls.from_matrix(matrix, lengths, int(vocab.size), vocab.fingerprint)
 
+    def longer_than(self, min_len: int) -> "TokenTrie":
+        """The trie of the tokens longer than ``min_len`` bytes: same ids and vocabulary size, every other
+        token empty (a walk over it costs what those few tokens do)."""
+        keep = np.flatnonzero(self.row_len > min_len)
+        n = self.row_len[keep].astype(np.int64)
+        matrix = np.zeros((self.vocab_size, int(n.max(initial=1))), dtype=np.uint8)
+        owner = np.repeat(np.arange(keep.shape[0]), n)
+        column = np.arange(owner.shape[0], dtype=np.int64) - np.repeat(np.cumsum(n) - n, n)
+        matrix[self.row_ids[keep][owner], column] = self.flat[self.row_start[keep][owner] + column]
+        lengths = np.zeros(self.vocab_size, dtype=np.int32)
+        lengths[self.row_ids[keep]] = n
+        return TokenTrie.from_matrix(matrix, lengths, self.vocab_size, f"{self.fingerprint}/longer-than-{min_len}")
+
     def path_nodes(self, strings: list[bytes]) -> np.ndarray:
         """Node along each string's path at each depth: int32 [len(strings), max_len].
 

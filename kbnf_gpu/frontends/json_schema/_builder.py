@@ -22,7 +22,7 @@ from . import _charset as cs
 from ._document import Document, child, located
 from ._fsm import TooLarge, combine
 from ._layout import Layout
-from ._long_strings import MAX_COUNT_RANGE, STRING_CHUNK, counted_string, threaded_string
+from ._long_strings import MAX_COUNT_RANGE, STRING_CHUNK, chunked_pattern, counted_string, threaded_string
 from ._merge import (DEPENDENCIES, Atom, Merged, Unsatisfiable, choice_product, dependency_branches, expand, first_choice,
                      if_branches, merge, negation, not_branches, tighter_hi, tighter_lo)
 from ._objects import Member, TooManyStates, object_expr
@@ -473,6 +473,9 @@ class Builder:
             return format_terminal(next(f for f, _ in m.formats if f in FORMATS))
         long = (hi is None and lo > 2 * STRING_CHUNK) or (hi is not None and hi > 2 * STRING_CHUNK)
         if not long or (hi is None and lo == 0):
+            chunked = chunked_pattern(self, langs, lo, hi) if m.patterns else None
+            if chunked is not None:
+                return chunked
             try:
                 if len(langs) == 1 and lo == 0 and hi is None:
                     return self.term(quoted(encode(langs[0])), "string")

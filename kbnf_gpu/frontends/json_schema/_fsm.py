@@ -11,6 +11,8 @@ from bisect import bisect_right
 from dataclasses import dataclass
 from typing import Iterable, Optional
 
+import numpy as np
+
 from ...budget import current_budget
 from ...errors import GrammarError
 from ...ir import Alternation, CharClass, Concat, Literal, Repeat
@@ -251,17 +253,7 @@ def minimize(d: DFA) -> Optional[DFA]:
     t = trim(d)
     if t is None:
         return None
-    block = [1 if a else 0 for a in t.accept]
-    nblocks = len(set(block))
-    while True:
-        sigs: dict[tuple[int, ...], int] = {}
-        new_block = []
-        for q in range(t.n):
-            key = (block[q],) + tuple(block[x] if x >= 0 else -1 for x in t.trans[q])
-            new_block.append(sigs.setdefault(key, len(sigs)))
-        if len(sigs) == nblocks:
-            break
-        block, nblocks = new_block, len(sigs)
+    block = _moore_blocks(t)
     # renumber so the start state is 0
     order: dict[int, int] = {}
     for q in range(t.n):
@@ -273,6 +265,32 @@ def minimize(d: DFA) -> Optional[DFA]:
         trans[b] = [order[block[x]] if x >= 0 else -1 for x in t.trans[q]]
         accept[b] = t.accept[q]
     return DFA(t.symbols, trans, accept)
+
+
+def _moore_blocks(t: DFA) -> list[int]:
+    """Each state's class of equivalent states: refined by (class, classes of its successors) until stable.
+    A counter (``.{10,60}``) needs a round per count, so a round is a few array operations per symbol, not a
+    loop over states: the signature is folded in one column at a time, renumbered after each so it stays
+    below ``n * (n + 2)``."""
+    n = t.n
+    trans = np.array(t.trans, dtype=np.int64).reshape(n, len(t.symbols))
+    trans[trans < 0] = n  # the dead state: class -1, the extra last entry of ``ext``
+    block = np.array(t.accept, dtype=np.int64)
+    nblocks = len(set(t.accept))
+    ext = np.empty(n + 1, dtype=np.int64)
+    budget = current_budget()
+    while True:
+        budget.tick("minimizing an automaton")
+        ext[:n] = block
+        ext[n] = -1
+        key = block
+        for column in trans.T:
+            key = key * (n + 2) + ext[column] + 1
+            _, key = np.unique(key, return_inverse=True)
+        count = int(key.max(initial=-1)) + 1
+        if count == nblocks:
+            return block.tolist()
+        block, nblocks = key.reshape(n), count
 
 
 def _alt_cc(a: Rx, b: Rx) -> Rx:

@@ -8,6 +8,13 @@
   rule per (automaton state, chunks so far); a chunk lexeme leads the
   constraint automaton from one state to another in exactly ``C`` code points
   (``C`` = 16, 8, 4, 2 or 1, the largest whose chunk expressions stay small).
+* ``chunked_pattern``: a pattern that counts far by itself
+  (``^(ab|cd|ef|gh){1,300}$``) threaded the same way, with a rest of fewer
+  than ``C`` code points: as one lexeme, its byte automaton (every code point
+  also as an escape) would pass ``max_dfa_states``. Smaller ones
+  (``^.{10,60}$``: 61 code-point states, 1,683 byte states) stay one lexeme:
+  chunk boundaries cost their first instances more token steps across
+  lexemes than the one lexeme's rows do (measured: 330 vs 143 ms).
 """
 from __future__ import annotations
 
@@ -26,6 +33,7 @@ STRING_CHUNK = 16  # code points per lexeme when a long string is split
 MAX_COUNT_RANGE = 10_000  # chunk counts (and item counts) enforced exactly up to this
 MAX_THREAD_RULES = 5_000  # rules of one threaded string
 MAX_THREAD_TERMINALS = 400
+BIG_PATTERN = 256  # code-point automaton states from which a pattern alone is chunked (x 17-27 in bytes)
 
 
 def threaded_string(b: "Builder", langs: list[Rx], lo: int, hi: Optional[int], where: str) -> Optional[ir.Expr]:
@@ -39,18 +47,59 @@ def threaded_string(b: "Builder", langs: list[Rx], lo: int, hi: Optional[int], w
         return counted_string(b, lo, hi, where)
     if d is None:
         return None
-    for C in (STRING_CHUNK, 8, 4, 2, 1):
-        if hi is not None and (hi - lo) // C > MAX_COUNT_RANGE:
-            break
-        try:
-            return _thread(b, d, lo, hi, C)
-        except TooLarge:
-            continue
+    threaded = _thread_chunks(b, d, lo, hi, (STRING_CHUNK, 8, 4, 2, 1))
+    if threaded is not None:
+        return threaded
     b.doc.problem("pattern/format combined with minLength/maxLength is too complex to enforce exactly", where)
     return counted_string(b, lo, hi, where)
 
 
-def _thread(b: "Builder", d: DFA, lo: int, hi: Optional[int], C: int) -> ir.Expr:
+def chunked_pattern(b: "Builder", langs: list[Rx], lo: int, hi: Optional[int]) -> Optional[ir.Expr]:
+    """``langs`` (with length bounds) as chunk lexemes when their automaton is big; ``None`` when it is small
+    (one lexeme serves) or chunks do not keep it small (the caller builds one lexeme, as before)."""
+    if sum(_count_span(x) for x in langs) <= BIG_PATTERN:  # a bound on the automaton's size, without building it
+        return None
+    try:
+        d = intersection_dfa(langs)
+    except TooLarge:
+        return None
+    if d is None or d.n <= BIG_PATTERN:
+        return None
+    # chunks of a code point or two would make most tokens cross lexemes: one big lexeme serves better
+    return _thread_chunks(b, d, lo, hi, (STRING_CHUNK, 8, 4), bounded_rest=True)
+
+
+def _thread_chunks(b: "Builder", d: DFA, lo: int, hi: Optional[int], sizes: tuple[int, ...],
+                   bounded_rest: bool = False) -> Optional[ir.Expr]:
+    """``_thread`` with the first chunk size of ``sizes`` whose lexemes stay small (``None``: none does)."""
+    for C in sizes:
+        if hi is not None and (hi - lo) // C > MAX_COUNT_RANGE:
+            break
+        try:
+            return _thread(b, d, lo, hi, C, bounded_rest)
+        except TooLarge:
+            continue
+    return None
+
+
+def _count_span(x: Rx) -> int:
+    """An upper bound on the code points a match of ``x`` spans before its repetitions loop (what its
+    automaton's states grow with)."""
+    if isinstance(x, ir.Literal):
+        return len(x.value)
+    if isinstance(x, ir.Concat):
+        return sum(map(_count_span, x.parts))
+    if isinstance(x, ir.Alternation):
+        return sum(map(_count_span, x.options))
+    if isinstance(x, ir.Repeat):
+        return _count_span(x.item) * max(1, x.min if x.max is None else x.max)
+    return 1
+
+
+def _thread(b: "Builder", d: DFA, lo: int, hi: Optional[int], C: int, bounded_rest: bool = False) -> ir.Expr:
+    """Rules ``(automaton state p, chunks so far j)``. Once the lower bound is met (``j >= J``, no upper bound)
+    the rest from ``p`` is one tail lexeme, or with ``bounded_rest`` a tail of fewer than ``C`` code points
+    or a chunk and the rest again (lexemes that stay small however far the automaton counts)."""
     limit = 4_000
     chunk_terms: dict[int, list[tuple[int, ir.Terminal]]] = {}
     end_terms: dict[tuple[int, int, Optional[int]], Optional[ir.Terminal]] = {}
@@ -93,9 +142,12 @@ def _thread(b: "Builder", d: DFA, lo: int, hi: Optional[int], C: int) -> ir.Expr
         p, j = work.pop()
         alts: list[ir.Expr] = []
         if J is not None and j >= J:
-            t = end(p, 0, None)
+            t = end(p, 0, C - 1 if bounded_rest else None)
             if t is not None:
                 alts.append(t)
+            if bounded_rest:
+                for q, term in chunks(p):
+                    alts.append(ir.Sequence((term, ref(q, J))))
         else:
             first_len, last_len = max(0, lo - j * C), C - 1 if hi is None else min(C - 1, hi - j * C)
             if first_len <= last_len:
