@@ -448,3 +448,47 @@ def test_tables_computed_state_by_state_match_reference(vocab, which, seed):
         got = [compiled.tables.store.get(r) for r in refs.resolved()]
         assert got == [whole.store.get(r) for r in whole.inside_refs(t).resolved()]
     assert arrays["inside_refs"].size == sum(d.n_states for d in compiled.bnf.dfas)
+
+
+COUNTING_BYTES = ('[]",ab1 ', "ab;.", "{}a1b")  # the bytes of each of ``counting_grammars``
+# tokens across two lexeme boundaries or more (DEEP candidates), short and long
+COUNTING_TOKENS = (('","', '","a', 'a","', '"]', 'a"]', '","ab1', 'ab","'), (";a", "a;b", "b;.", ";ab;", "ab;ab;"),
+                   ("}{", "b}{a", "}{1", "1b}{", "}{a1}{"))
+
+
+@settings(max_examples=30, deadline=None)
+@given(which=st.integers(0, 2), data=st.data(), seed=st.integers(0, 2**16), short=st.integers(1, 5))
+def test_short_twins_serve_state_by_state_tables_and_deep_checks_exactly(which, data, seed, short):
+    """States alike on every token of at most ``SHORT_TOKEN_BYTES`` bytes (short twins) share those tokens'
+    table sets and DEEP verdicts, the longer tokens taken state by state: masks equal the reference walk's.
+    (Counters, every DFA taken as large, and tokens of 1-5 bytes counted as short, so that many states have
+    twins; tokens of the grammar's bytes, so that many cross lexemes.)"""
+    from kbnf_gpu.compile import grammar_tables, table_cache
+
+    alphabet = sorted(set(COUNTING_BYTES[which].encode()))
+    tokens = data.draw(st.lists(st.lists(st.sampled_from(alphabet), min_size=2, max_size=6).map(bytes),
+                                min_size=10, max_size=60, unique=True))
+    tokens += [t.encode() for t in COUNTING_TOKENS[which] if t.encode() not in tokens]
+    tokens += [bytes([c]) for c in alphabet if bytes([c]) not in tokens]
+    vocab = Vocabulary(dict(enumerate([*tokens, b"</s>"])), special_ids=[len(tokens)], eos_ids=[len(tokens)])
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(grammar_tables, "PER_STATE_MIN", 1)
+        patch.setattr(grammar_tables, "has_heavy_state", lambda trie, dfa: True)
+        patch.setattr(table_cache, "SHORT_TOKEN_BYTES", short)
+        patch.setattr(table_cache, "STATE_READS", 1 << 30)
+        compiled = compile_ir(counting_grammars()[which], vocab, fuse=False)
+        walk_and_compare(compiled, random.Random(seed), walks=3, steps=16)
+
+
+def counting_grammars() -> list[ir.Grammar]:
+    """Lists of counted lexemes: a counter's positions far from its bound are short twins."""
+    ref = ir.Ref
+    item = pat(r'"[ab1 ]{0,12}"')
+    return [
+        ir.Grammar(rules=(ir.Rule("s", ir.Sequence((lit(b"["), item, star(ir.Sequence((lit(b","), item))),
+                                                     lit(b"]")))),), start="s", syntax="test"),
+        ir.Grammar(rules=(ir.Rule("s", ir.Choice((ir.Sequence((pat("[ab]{2,9}"), lit(b";"), ref("s"))),
+                                                   lit(b"."))),),), start="s", syntax="test"),
+        ir.Grammar(rules=(ir.Rule("s", star(ir.Sequence((pat(r"\{[a1]{1,10}"), pat("[ab]{0,7}\\}"))))),),
+                   start="s", syntax="test"),
+    ]

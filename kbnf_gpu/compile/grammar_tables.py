@@ -230,6 +230,7 @@ class GrammarTables:
         self._by_fingerprint: dict[str, int] = {}
         self._groups: GenerationalCache = GenerationalCache(GROUP_TABLES)
         self._state_by_state: dict[str, bool] = {}  # large DFA fingerprint -> tables by state (bounded by its DFAs)
+        self._twins: dict[int, np.ndarray | None] = {}  # terminal -> its DFA's short twins (None: small DFA)
 
     @property
     def rows(self) -> np.ndarray:
@@ -268,6 +269,19 @@ class GrammarTables:
             self._pair(t, t2)
             refs = self.deep[(t, t2)]
         return refs
+
+    @property
+    def short_token_bytes(self) -> int:
+        """Tokens of at most this many bytes are decided alike by a state and its short twin."""
+        return self.cache.short_token_bytes
+
+    def short_twins(self, t: int) -> np.ndarray | None:
+        """Each DFA state's short twin (``TableCache.short_twins``) for terminal ``t``'s large DFA, the one
+        whose tables go state by state (a counter); ``None`` for a smaller one."""
+        if t not in self._twins:
+            dfa = self.grammar.dfas[t]
+            self._twins[t] = self.cache.short_twins(dfa) if dfa.n_states >= PER_STATE_MIN else None
+        return self._twins[t]
 
     def same_dfa(self, t: int) -> int:
         """A representative of the terminals whose DFA equals ``t``'s (tables depend on DFAs only)."""

@@ -189,17 +189,26 @@ class TableCache:
             return table[q]
         if hit is None and reads >= STATE_READS and self._turns_whole(dfas[0], vocab):
             return whole()[q]
-        twin = q if hit is not None else int(short_twins(dfas[0], SHORT_TOKEN_BYTES + 1)[q])
+        twin = q if hit is not None else int(self.short_twins(dfas[0])[q])
         if twin == q:
             return self._get(kind, vocab, dfas, lambda trie: (one(trie, q),), persist=False, state=q)[0]
 
         def from_twin(trie: TokenTrie) -> tuple[TokenSet]:
             shared = self._one_state(kind, dfas, twin, vocab, whole, one)
-            longer, long_bits = long_tokens(trie, SHORT_TOKEN_BYTES)
+            longer, long_bits = long_tokens(trie, self.short_token_bytes)
             bits = shared.to_bitset() & ~long_bits | one(longer, q).to_bitset()
             return (TokenSet.from_words(bits, trie.vocab_size, self.sparse_limit),)
 
         return self._get(kind, vocab, dfas, from_twin, persist=False, state=q)[0]
+
+    @property
+    def short_token_bytes(self) -> int:
+        return SHORT_TOKEN_BYTES
+
+    def short_twins(self, dfa: DFALike) -> np.ndarray:
+        """Each state's short twin: the least state alike on every token of at most ``SHORT_TOKEN_BYTES``
+        bytes and on one byte more, which decides whether such a token ends alive (``dfa_walk.short_twins``)."""
+        return short_twins(dfa, self.short_token_bytes + 1)
 
     def _turns_whole(self, dfa: DFALike, vocab: VocabularyLike | TokenTrie) -> bool:
         """May ``dfa``'s tables, once read state by state ``STATE_READS`` times, be computed whole: it has a state

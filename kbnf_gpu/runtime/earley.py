@@ -54,6 +54,7 @@ import itertools
 import operator
 import threading
 from collections import defaultdict
+from collections.abc import Callable, Sequence
 
 from ..normalize import BnfGrammar
 from .caches import GenerationalCache, WeakTable
@@ -739,6 +740,20 @@ class EarleyParser:
             scans = ((~sym,),) if sym < 0 else ((t,) for _, _, t in self._predicted(sym).scans)
             found = self._first[sym] = tuple(sorted({t for (t,) in scans if self.has_exit[t][0]}))
         return found
+
+    def with_lexer_states(self, state: ParserState, new_states: Callable[[int], Sequence[int] | None]) -> ParserState:
+        """``state`` with each scan pair's DFA state ``q`` replaced by ``new_states(t)[q]`` (a terminal for which
+        it gives ``None`` keeps its states); ``state`` itself when nothing changes. The caller holds ``state``,
+        which holds the origin sets the new state starts in."""
+        pairs = []
+        changed = False
+        for p, o, t, q in state.pairs:
+            table = new_states(t)
+            if table is not None and int(table[q]) != q:
+                q = int(table[q])
+                changed = True
+            pairs.append((p, o, t, q))
+        return self._intern_state(tuple(pairs), state.accepting, state.lossy) if changed else state
 
     # ------------------------------------------------------------ truncation
 

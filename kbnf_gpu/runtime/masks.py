@@ -17,6 +17,12 @@ the verdict for that token is *unknown* and the token is checked on deeper
 truncations (``RESOLUTION_STAGES``) and at last on the full state (and if
 even the expected-terminal sets need deeper context,
 the whole mask is computed on the full state).
+
+What repeats within a lexeme. A counter's positions (``.{1,60}``) are new
+lexer states, each a new parser state, but positions far from the bound act
+alike on short tokens (*short twins*, ``GrammarTables.short_twins``): a
+state's short DEEP candidates are checked once on its twin state, for all of
+them, and only its long ones on the state itself.
 """
 from __future__ import annotations
 
@@ -82,12 +88,14 @@ def _split_refs(refs: list[int], deep: list[int]) -> tuple[tuple, tuple, tuple]:
 class ByteOrder:
     """A vocabulary's tokens in byte order: ``ids[r]`` has rank ``r`` (``rank[id]``), and ``shared[r]`` is how
     many leading bytes it shares with ``ids[r + 1]``. Candidates walked in this order reuse the states of the
-    prefix they share with the previous one, and a prefix that died settles every candidate under it."""
+    prefix they share with the previous one, and a prefix that died settles every candidate under it.
+    ``lengths[id]``: the token's bytes (what decides whether a state's short twin checks it)."""
 
-    __slots__ = ("ids", "rank", "shared")
+    __slots__ = ("ids", "rank", "shared", "lengths")
 
     def __init__(self, vocab: "Vocabulary") -> None:
         matrix, lengths = vocab.token_matrix()
+        self.lengths = lengths  # by id (0 for specials)
         keys = [matrix[i, : lengths[i]].tobytes() for i in range(vocab.size)]
         ids = np.array(sorted(range(vocab.size), key=keys.__getitem__), dtype=np.int64)
         rank = np.empty(vocab.size, dtype=np.int64)
@@ -141,6 +149,7 @@ class MaskBuilder:
         self._partial_memo: GenerationalCache = GenerationalCache(cache_limit)
         self._resolved_memo: GenerationalCache = GenerationalCache(cache_limit)
         self._extras_memo: GenerationalCache = GenerationalCache(cache_limit)  # a truncated mask's extras + resolved ones
+        self._twin_checks: GenerationalCache = GenerationalCache(cache_limit)  # (twin uid, candidates) -> verdicts
 
     def cache_stats(self) -> dict:
         return {"pair_entries": len(self._pair_refs_memo), "truncated_masks": len(self._partial_memo),
@@ -264,7 +273,7 @@ class MaskBuilder:
                 cand = cand[covered == 0]
             if extras.size:
                 cand = np.setdiff1d(cand, extras, assume_unique=True)
-            alive, maybe = self._check(state, cand)
+            alive, maybe = self._check_by_twin(state, cand)
             if alive:
                 extras = _union(extras, alive)
             if maybe:
@@ -273,6 +282,23 @@ class MaskBuilder:
             if maybe:
                 unknown = _frozen(np.array(maybe, dtype=np.int32))
         return rows, _frozen(extras) if extras is not _EMPTY else extras, unknown
+
+    def _check_by_twin(self, state: ParserState, cand: np.ndarray) -> tuple[list[int], list[int]]:
+        """``_check``, where the verdicts of the short candidates (at most ``SHORT_TOKEN_BYTES`` bytes) are the
+        state's *twin*'s: its pairs' DFA states replaced by their short twins, which act alike on those tokens
+        (a counter's positions far from its bound: one twin for them all, its verdicts checked once)."""
+        twin = self.parser.with_lexer_states(state, self.tables.short_twins)
+        if twin is state:
+            return self._check(state, cand)
+        short = self.order.lengths[cand] <= self.tables.short_token_bytes
+        shared = cand[short]
+        key = (twin.uid, shared.tobytes())  # ints and bytes: nothing for the garbage collector to track
+        hit = self._twin_checks[key]
+        if hit is None:
+            found, open_ = self._check(twin, shared)
+            hit = self._twin_checks.put(key, (tuple(found), tuple(open_)))
+        alive, maybe = self._check(state, cand[~short])
+        return alive + list(hit[0]), maybe + list(hit[1])
 
     def _check(self, state: ParserState, candidates) -> tuple[list[int], list[int]]:
         """Step ``state`` through each candidate's bytes: (viable ids, ids whose verdict needs missing context).
