@@ -90,7 +90,8 @@ class TableCache:
         self._mem: OrderedDict[str | tuple, Table] = OrderedDict()
         self._whole_keys: dict[tuple, str] = {}  # (kind, fingerprints) -> the whole table's key
         self._state_reads: dict[tuple, int] = {}  # (kind, fingerprints) -> its states computed one by one
-        self._whole_pays: dict[tuple[str, str], bool] = {}  # (vocabulary, DFA) -> may its tables turn whole
+        self._whole_pays: dict[tuple[str, str], bool] = {}  # (vocabulary, DFA) -> may its tables turn whole (bounded
+        # with ``_whole_keys``)
         self._lock = threading.Lock()
         self.hits = 0
         self.disk_hits = 0
@@ -229,6 +230,7 @@ class TableCache:
             self._mem.clear()
             self._bytes = 0
             self._state_reads.clear()
+            self._whole_pays.clear()
 
     def __len__(self) -> int:
         return len(self._mem)
