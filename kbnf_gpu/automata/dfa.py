@@ -279,28 +279,42 @@ def _flood(mark: np.ndarray, src: np.ndarray, dst: np.ndarray, n: int, within: n
 _MOORE_ROUNDS = 24
 
 
-def _minimize(table: np.ndarray, accepting: np.ndarray) -> np.ndarray:
-    """Block id per state of the coarsest equivalence (all states live).
-
-    Moore rounds on numpy first: each is one ``unique`` over the rows of block
-    labels and usually a few suffice. Deep chains (``x{0,1000}``) would need
-    one round per state, so past ``_MOORE_ROUNDS`` Hopcroft finishes the
-    refinement from the partition reached.
-    """
+def moore_classes(table: np.ndarray, accepting: np.ndarray, rounds: int) -> tuple[np.ndarray, bool]:
+    """Moore's refinement of the states of ``table`` (``[n, k]``, -1 dead) for at most ``rounds`` rounds:
+    ``int64 [n + 1]`` class labels (the last row is the dead state, in a class of its own), equal after
+    round ``r`` iff the states act alike on every string of at most ``r`` symbols (die after the same
+    prefixes, accept after the same ones); and whether the labels became stable (the coarsest equivalence).
+    Each round is one ``unique`` over the rows of (label, successors' labels), compared as blobs of bytes."""
     n, k = table.shape
     sink = n  # explicit dead state, distinguishable from every live one
     T = np.vstack([np.where(table < 0, sink, table), np.full((1, k), sink, dtype=table.dtype)])
-    labels = np.append(accepting.astype(np.int64), 2)
+    labels = np.append(np.asarray(accepting).astype(np.int64), 2)
     count = len(set(labels.tolist()))
-    for _ in range(_MOORE_ROUNDS):
+    for _ in range(rounds):
         sig = np.ascontiguousarray(np.column_stack([labels, labels[T]]), dtype=np.int64)
         _, new = np.unique(sig.view(np.dtype((np.void, sig.itemsize * sig.shape[1]))).ravel(), return_inverse=True)
         new = new.reshape(-1)
         new_count = int(new.max()) + 1
         labels = new
         if new_count == count:
-            return labels[:n]
+            return labels, True
         count = new_count
+    return labels, False
+
+
+def minimal_classes(table: np.ndarray, accepting: np.ndarray) -> np.ndarray:
+    """Block id per state of the coarsest equivalence (all states live).
+
+    Moore rounds on numpy first (:func:`moore_classes`); usually a few
+    suffice. Deep chains (``x{0,1000}``) would need one round per state, so
+    past ``_MOORE_ROUNDS`` Hopcroft finishes the refinement from the
+    partition reached.
+    """
+    n, k = table.shape
+    labels, stable = moore_classes(table, accepting, _MOORE_ROUNDS)
+    if stable:
+        return labels[:n]
+    T = np.vstack([np.where(table < 0, n, table), np.full((1, k), n, dtype=table.dtype)])
     return np.array(_hopcroft(T, labels.tolist())[:n], dtype=np.int64)
 
 
@@ -373,7 +387,7 @@ def finalize(table: np.ndarray, accepting: np.ndarray, class_of_byte: np.ndarray
     table = remap[table[old]]  # -1 (dead) indexes remap[-1] == -1
     accepting = accepting[old]
     start = int(remap[start])
-    block = _minimize(table, accepting)
+    block = minimal_classes(table, accepting)
     n_blocks = int(block.max()) + 1
     rep = np.zeros(n_blocks, dtype=np.int64)
     rep[block] = np.arange(len(block))

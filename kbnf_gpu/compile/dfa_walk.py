@@ -32,6 +32,7 @@ from typing import Protocol
 
 import numpy as np
 
+from ..automata.dfa import moore_classes
 from ..runtime.caches import lru_get
 from .token_sets import words_for
 from .token_trie import TokenTrie
@@ -833,26 +834,8 @@ def short_twins(dfa: DFALike, horizon: int) -> np.ndarray:
         n = trans.shape[0]
         by_byte = np.ascontiguousarray(trans.T)  # bytes every state treats alike: one column kept
         _, first = np.unique(by_byte.view(np.dtype((np.void, by_byte.itemsize * n))).reshape(-1), return_index=True)
-        columns = trans[:, np.sort(first)].astype(np.int64)
-        columns[columns < 0] = n  # the dead state: class -1, the last entry of ``ext``
-        _, block = np.unique(np.asarray(dfa.accepting, dtype=np.int64), return_inverse=True)
-        block = block.reshape(n)
-        ext = np.empty(n + 1, dtype=np.int64)
-        count = int(block.max(initial=-1)) + 1
-        signature = np.empty((n, columns.shape[1] + 1), dtype=np.int64)
-        rows = signature.view(np.dtype((np.void, signature.itemsize * signature.shape[1]))).reshape(n)
-        for _ in range(horizon):
-            ext[:n] = block
-            ext[n] = -1
-            signature[:, 0] = block  # (class, successors' classes), each row compared as one blob of bytes
-            np.take(ext, columns, out=signature[:, 1:])
-            _, key = np.unique(rows, return_inverse=True)
-            key = key.reshape(n)
-            stable = int(key.max(initial=-1)) + 1 == count
-            block, count = key, int(key.max(initial=-1)) + 1
-            if stable:
-                break
-        least = np.full(count, n, dtype=np.int64)
+        block = moore_classes(trans[:, np.sort(first)], np.asarray(dfa.accepting), horizon)[0][:n]
+        least = np.full(int(block.max(initial=-1)) + 1, n, dtype=np.int64)
         np.minimum.at(least, block, np.arange(n))
         return _frozen(least[block].astype(np.int32))
 

@@ -13,6 +13,7 @@ from typing import Iterable, Optional
 
 import numpy as np
 
+from ...automata.dfa import minimal_classes
 from ...budget import current_budget
 from ...errors import GrammarError
 from ...ir import Alternation, CharClass, Concat, Literal, Repeat
@@ -253,7 +254,9 @@ def minimize(d: DFA) -> Optional[DFA]:
     t = trim(d)
     if t is None:
         return None
-    block = _moore_blocks(t)
+    # Moore rounds, then Hopcroft for a counter's long chain (``.{10,60}``: a round per count)
+    block = minimal_classes(np.array(t.trans, dtype=np.int64).reshape(t.n, len(t.symbols)),
+                            np.array(t.accept, dtype=bool)).tolist()
     # renumber so the start state is 0
     order: dict[int, int] = {}
     for q in range(t.n):
@@ -265,32 +268,6 @@ def minimize(d: DFA) -> Optional[DFA]:
         trans[b] = [order[block[x]] if x >= 0 else -1 for x in t.trans[q]]
         accept[b] = t.accept[q]
     return DFA(t.symbols, trans, accept)
-
-
-def _moore_blocks(t: DFA) -> list[int]:
-    """Each state's class of equivalent states: refined by (class, classes of its successors) until stable.
-    A counter (``.{10,60}``) needs a round per count, so a round is a few array operations per symbol, not a
-    loop over states: the signature is folded in one column at a time, renumbered after each so it stays
-    below ``n * (n + 2)``."""
-    n = t.n
-    trans = np.array(t.trans, dtype=np.int64).reshape(n, len(t.symbols))
-    trans[trans < 0] = n  # the dead state: class -1, the extra last entry of ``ext``
-    block = np.array(t.accept, dtype=np.int64)
-    nblocks = len(set(t.accept))
-    ext = np.empty(n + 1, dtype=np.int64)
-    budget = current_budget()
-    while True:
-        budget.tick("minimizing an automaton")
-        ext[:n] = block
-        ext[n] = -1
-        key = block
-        for column in trans.T:
-            key = key * (n + 2) + ext[column] + 1
-            _, key = np.unique(key, return_inverse=True)
-        count = int(key.max(initial=-1)) + 1
-        if count == nblocks:
-            return block.tolist()
-        block, nblocks = key.reshape(n), count
 
 
 def _alt_cc(a: Rx, b: Rx) -> Rx:
