@@ -19,6 +19,7 @@ from __future__ import annotations
 import base64
 import importlib
 import importlib.util
+import itertools
 import json
 import random
 import re
@@ -27,7 +28,8 @@ from decimal import Decimal
 from typing import Any, Callable
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
 
 from data_paths import corpus_cases
 from kbnf_gpu import ir
@@ -36,6 +38,7 @@ from kbnf_gpu.frontends import parse_grammar
 from kbnf_gpu.frontends.json_schema import JsonSchemaWarning, _long_strings, parse_json_schema
 from kbnf_gpu.frontends.json_schema._pattern import PatternError, pattern_language
 from kbnf_gpu.frontends.json_schema._pyre import to_python
+from kbnf_gpu.frontends.json_schema._fsm import canonical_key, intersection_dfa, paths_dfa
 from kbnf_gpu.frontends.json_schema._keys import other_keys
 from kbnf_gpu.frontends.json_schema._strings import CHAR, encode_text, quoted
 from kbnf_gpu.frontends.json_schema.formats import FORMATS, format_language
@@ -1020,6 +1023,76 @@ def test_far_counting_pattern_compiles_where_one_lexeme_would_not() -> None:
     assert chk.status(json.dumps("ab" * 8 + "a")[:-1]) == "prefix"
     assert not chk.complete(json.dumps("ab" * 8 + "a"))
 
+
+
+_ATOMS = ["a", "b", "[ab]", "[a-c]", "(ab|c)", "(a|bc)"]
+_COUNTS = ["", "?", "*", "+", "{1,5}", "{2,9}", "{0,3}", "{3}"]
+
+
+@st.composite
+def small_patterns(draw) -> str:
+    """Anchored patterns of one to three counted atoms over a few letters (automata of a few dozen states)."""
+    atoms = draw(st.lists(st.tuples(st.sampled_from(_ATOMS), st.sampled_from(_COUNTS)), min_size=1, max_size=3))
+    return "^" + "".join(a + c for a, c in atoms) + "$"
+
+
+def _walk_symbols(d, p: int, word: tuple[int, ...]) -> int:
+    for sym in word:
+        p = d.trans[p][sym] if p >= 0 else -1
+    return p
+
+
+@settings(max_examples=60, deadline=None)
+@given(small_patterns(), st.integers(1, 3))
+def test_chunk_languages_share_a_key_exactly_when_equal(pattern: str, C: int) -> None:
+    """``canonical_key`` of the chunk automata ``paths_dfa(d, p, C, C, {q})``: equal exactly when they accept the
+    same words of ``C`` symbols (checked by walking ``d`` over every such word), so one chunk lexeme serves every
+    automaton position with that language."""
+    d = intersection_dfa([pattern_language(pattern)])
+    assume(d is not None)
+    words = list(itertools.product(range(len(d.symbols)), repeat=C))
+    languages: dict[tuple, frozenset] = {}
+    for p in range(d.n):
+        ends = {w: _walk_symbols(d, p, w) for w in words}
+        for q in {q for q in ends.values() if q >= 0}:
+            language = frozenset(w for w, end in ends.items() if end == q)
+            key = canonical_key(paths_dfa(d, p, C, C, {q}))
+            assert languages.setdefault(key, language) == language, (pattern, p, q)
+    assert len(set(languages.values())) == len(languages)  # different languages, different keys
+
+
+@settings(max_examples=60, deadline=None)
+@given(small_patterns(), st.integers(1, 4), st.one_of(st.none(), st.integers(0, 6)))
+def test_boundary_states_are_those_at_multiples_of_the_chunk(pattern: str, C: int, levels) -> None:
+    """``_boundary_states``: the automaton's states after ``k * C`` code points for ``k <= levels`` (any ``k``
+    when ``None``), as a walk over every reachable state code point by code point finds them."""
+    d = intersection_dfa([pattern_language(pattern)])
+    assume(d is not None)
+    found, level = {0}, {0}
+    for n in range(1, C * (d.n + 1 if levels is None else levels) + 1):
+        level = {t for q in level for t in d.trans[q] if t >= 0}
+        if n % C == 0:
+            found |= level
+    assert _long_strings._boundary_states(d, C, levels) == found
+
+
+@needs_check
+def test_pattern_too_big_for_chunks_is_one_lexeme_without_chunk_work(monkeypatch) -> None:
+    """An e-mail pattern that counts far on both sides: its chunk lexemes would pass ``MAX_THREAD_TERMINALS``,
+    which the states at chunk boundaries show before any chunk is written (no ``paths_dfa``); it is served as
+    one lexeme, exactly."""
+    calls = []
+    monkeypatch.setattr(_long_strings, "paths_dfa", lambda *a: calls.append(a))
+    schema = {"type": "string", "pattern": r"^[a-z0-9._%+-]{1,64}@[a-z0-9.-]{1,255}\.[a-z]{2,}$"}
+    chk = Checker(schema)
+    assert not calls and len(chk.grammar.rules) <= 2
+    v = validator(schema)
+    verdicts = set()
+    for text in ["john.doe@example.com", "a@b.co", "a" * 64 + "@b.co", "a" * 65 + "@b.co", "a@" + "b" * 255 + ".co",
+                 "a@" + "b" * 256 + ".co", "a@" + "b" * 252 + ".c.d", "a@b.c", "@b.co", "a@b.co.uk", "A@b.co"]:
+        verdicts.add(v.is_valid(text))
+        assert chk.complete(json.dumps(text)) == v.is_valid(text), text
+    assert verdicts == {True, False}
 
 @needs_check
 def test_numbers_details() -> None:

@@ -355,6 +355,11 @@ def paths(d: DFA, start: int, lo: int, hi: Optional[int], targets: Optional[set[
           limit: int = MAX_REGEX_SIZE) -> Rx:
     """Strings ``w`` with ``lo <= len(w) <= hi`` leading ``d`` from ``start`` into
     ``targets`` (default: the accepting states); ``hi=None``: no upper bound."""
+    return to_regex(paths_dfa(d, start, lo, hi, targets), limit)
+
+
+def paths_dfa(d: DFA, start: int, lo: int, hi: Optional[int], targets: Optional[set[int]] = None) -> Optional[DFA]:
+    """The minimal automaton of ``paths`` (``None``: no such string), over ``d``'s symbols."""
     targets = {q for q in range(d.n) if d.accept[q]} if targets is None else targets
     top = hi if hi is not None else lo
     index: dict[tuple[int, int], int] = {(start, 0): 0}
@@ -381,7 +386,25 @@ def paths(d: DFA, start: int, lo: int, hi: Optional[int], targets: Optional[set[
                 order.append(key)
             row.append(j)
         trans.append(row)
-    return to_regex(minimize(DFA(d.symbols, trans, accept)), limit)
+    return minimize(DFA(d.symbols, trans, accept))
+
+
+def canonical_key(d: DFA) -> tuple:
+    """A key equal for two minimal automata over the same symbols exactly when their languages are equal:
+    the states renumbered in breadth-first order from the start (a minimal automaton is unique up to its
+    numbering)."""
+    number = {0: 0}
+    order = [0]
+    rows = []
+    for q in order:  # grows while it is walked
+        row = []
+        for t in d.trans[q]:
+            if t >= 0 and t not in number:
+                number[t] = len(order)
+                order.append(t)
+            row.append(number[t] if t >= 0 else -1)
+        rows.append(tuple(row))
+    return tuple(d.accept[q] for q in order), tuple(rows)
 
 
 def combine(base: Rx, keep: list[Rx] = (), drop: list[Rx] = ()) -> Rx:  # type: ignore[assignment]

@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Optional
 
 from ... import ir
-from ._fsm import DFA, TooLarge, intersection_dfa, paths
+from ._fsm import DFA, TooLarge, canonical_key, intersection_dfa, paths_dfa, to_regex
 from ._rx import Rx, lit, seq
 from ._scalars import QUOTE, string_piece, string_terminal
 from ._strings import encode
@@ -100,10 +100,25 @@ def _thread(b: "Builder", d: DFA, lo: int, hi: Optional[int], C: int, bounded_re
     """Rules ``(automaton state p, chunks so far j)``. Once the lower bound is met (``j >= J``, no upper bound)
     the rest from ``p`` is one tail lexeme, or with ``bounded_rest`` a tail of fewer than ``C`` code points
     or a chunk and the rest again (lexemes that stay small however far the automaton counts)."""
+    if len(_boundary_states(d, C, None if hi is None else hi // C)) > MAX_THREAD_TERMINALS:
+        raise TooLarge("string automaton too large")  # each of them would get its chunk lexemes: fail before
     limit = 4_000
     chunk_terms: dict[int, list[tuple[int, ir.Terminal]]] = {}
     end_terms: dict[tuple[int, int, Optional[int]], Optional[ir.Terminal]] = {}
+    # a counter's positions far from its bounds have chunks of one language: each language is written as a
+    # regular expression and encoded once (the automaton work per position is small beside that)
+    by_language: dict[tuple, ir.Terminal] = {}
     close = lit('"')
+
+    def language_term(language: Optional[DFA], kind: str) -> Optional[ir.Terminal]:
+        if language is None:
+            return None
+        key = (kind, canonical_key(language))
+        found = by_language.get(key)
+        if found is None:
+            r = encode(to_regex(language, limit))
+            found = by_language[key] = b.term(seq(r, close) if kind == "string_tail" else r, kind)
+        return found
 
     def chunks(p: int) -> list[tuple[int, ir.Terminal]]:
         if p not in chunk_terms:
@@ -112,16 +127,15 @@ def _thread(b: "Builder", d: DFA, lo: int, hi: Optional[int], C: int, bounded_re
                 reach = {t for q in reach for t in d.trans[q] if t >= 0}
             out = []
             for q in sorted(reach):
-                r = paths(d, p, C, C, {q}, limit)
-                if r is not None:
-                    out.append((q, b.term(encode(r), "string_chunk")))
+                t = language_term(paths_dfa(d, p, C, C, {q}), "string_chunk")
+                if t is not None:
+                    out.append((q, t))
             chunk_terms[p] = out
         return chunk_terms[p]
 
     def end(p: int, lo_: int, hi_: Optional[int]) -> Optional[ir.Terminal]:
         if (p, lo_, hi_) not in end_terms:
-            r = paths(d, p, lo_, hi_, None, limit)
-            end_terms[(p, lo_, hi_)] = None if r is None else b.term(seq(encode(r), close), "string_tail")
+            end_terms[(p, lo_, hi_)] = language_term(paths_dfa(d, p, lo_, hi_), "string_tail")
         return end_terms[(p, lo_, hi_)]
 
     names: dict[tuple[int, int], str] = {}
@@ -172,6 +186,24 @@ def _thread(b: "Builder", d: DFA, lo: int, hi: Optional[int], C: int, bounded_re
     for n, alts in bodies.items():
         b.add_rule(rename[n], [fix(a) for a in alts])
     return ir.Sequence((b.term(close, "quote"), fix(first)))
+
+
+def _boundary_states(d: DFA, C: int, levels: Optional[int]) -> set[int]:
+    """The automaton's states at chunk boundaries (after a multiple of ``C`` code points, at most ``levels``
+    chunks): the states ``_thread`` makes rules and chunk lexemes for."""
+    seen = {0}
+    frontier = {0}
+    level = 0
+    while frontier and (levels is None or level < levels):
+        reach = frontier
+        for _ in range(C):
+            reach = {t for q in reach for t in d.trans[q] if t >= 0}
+        frontier = reach - seen
+        seen |= frontier
+        level += 1
+        if len(seen) > MAX_THREAD_TERMINALS:
+            break
+    return seen
 
 
 def counted_string(b: "Builder", lo: int, hi: Optional[int], where: str) -> ir.Expr:
