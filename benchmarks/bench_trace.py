@@ -31,8 +31,12 @@ Parts:
    (every table built at compile, a fixed grammar's artifact) and ``lazy`` (the
    default, tables built on first use): per mode, the grammars above 1 ms per
    token, the compile times, and the worst five by per-token mean.
+5. ``patterns``: string patterns as real-world schemas write them (passwords
+   with lookaheads beside a length bound, an e-mail address with counted
+   parts, counters), each pattern the whole schema, compiled cold, on a few
+   instances; beside the peers.
 
-    python benchmarks/bench_trace.py [--docs 200] [--instances 50] [--parts json,schemas,gbnf,corpus]
+    python benchmarks/bench_trace.py [--docs 200] [--instances 50] [--parts json,schemas,gbnf,corpus,patterns]
         [--freeze-startup-heap]   # gc.freeze() after start-up, as vLLM's engine core does
         [--gc-off]                # JSON part: the cyclic collector off while each engine runs
     python benchmarks/bench_trace.py --reduced     # CI: a few documents, correctness only
@@ -562,6 +566,63 @@ def part_schemas(ctx: Context) -> dict:
     return out
 
 
+# string patterns as real-world schemas write them, each the whole schema ({"type": "string", "pattern": ...})
+PATTERNS = {
+    "password 3 lookaheads {8,64}": "^(?=.*[A-Z])(?=.*[0-9])(?=.*[!@#]).{8,64}$",
+    "password 3 lookaheads {8,32}": "^(?=.*[a-z])(?=.*[A-Z])(?=.*\\d).{8,32}$",
+    "password 4 lookaheads {8,}": "^(?=.*[a-z])(?=.*[A-Z])(?=.*\\d)(?=.*[@$!%*?&])[A-Za-z\\d@$!%*?&]{8,}$",
+    "password unanchored": "(?=.*[A-Z])(?=.*[0-9])(?=.*[!@#]).{8,64}",
+    "e-mail counted": "^[a-z0-9._%+-]{1,64}@[a-z0-9.-]{1,255}\\.[a-z]{2,}$",
+    "display name": "^.{10,60}$",
+    "username": "^[a-zA-Z0-9_-]{1,64}$",
+    "pairs counted far": "^(ab|cd|ef|gh){1,300}$",
+    "IBAN": "^[A-Z]{2}[0-9]{2}[A-Z0-9]{11,30}$",
+}
+
+
+def part_patterns(ctx: Context) -> dict:
+    """Each pattern alone: compile, then its instances (our grammar's samples that ``jsonschema`` accepts;
+    the same token ids for every engine), cold: per-request grammars."""
+    import jsonschema
+    import llguidance
+
+    from kbnf_gpu.frontends import parse_grammar
+    from kbnf_gpu.frontends.json_schema.sample import sample_texts
+
+    out = {}
+    for name, pattern in PATTERNS.items():
+        schema = {"type": "string", "pattern": pattern}
+        try:
+            texts = sample_texts(parse_grammar(schema, "json_schema", whitespace="compact"), 40, seed=5,
+                                 escapes=False)
+        except Exception as e:  # noqa: BLE001 - a pattern our front end refuses: listed, not timed
+            out[name] = {"ours": {"error": f"{type(e).__name__}: {str(e)[:120]}"}}
+            continue
+        texts = [t for t in dict.fromkeys(texts) if jsonschema.Draft202012Validator(schema).is_valid(json.loads(t))]
+        token_docs = [ctx.tokens(t) for t in texts[: min(ctx.args.instances, 6)]]
+        try:
+            engines = _ours(ctx, schema, "json_schema")
+        except Exception as e:  # noqa: BLE001
+            engines = {"ours parts": f"{type(e).__name__}: {e}"}
+        engines.update(_peers(ctx, lambda c: c.compile_json_schema(json.dumps(schema)),
+                              lambda: llguidance.LLMatcher.grammar_from_json_schema(
+                                  schema, defaults={"whitespace_flexible": True})))
+        rows = {}
+        for ename, engine in engines.items():
+            if isinstance(engine, str):
+                rows[ename] = {"error": engine[:200]}
+                continue
+            try:
+                per_doc = run_trace(engine, token_docs)
+            except Exception as e:  # noqa: BLE001 - a peer that fails on an instance is reported
+                rows[ename] = {"error": f"{type(e).__name__}: {str(e)[:150]}"}
+                continue
+            rows[ename] = {**stats_us(per_doc), "compile_ms": engine.compile_ms,
+                           "compile_and_steps_ms": engine.compile_ms + 1e3 * sum(map(sum, per_doc))}
+        out[name] = rows
+    return out
+
+
 def _gbnf_cases() -> list[dict]:
     from data_paths import corpus_cases
 
@@ -674,6 +735,17 @@ def print_report(results: dict) -> None:
                          if "compile_and_first_ms" in e else "")
                 print(f"{name:<16} {_fmt_stats(e.get('first', e))}   |   last 25: {_fmt_stats(e.get('last', {}))}"
                       f"{total}")
+    if "patterns" in results:
+        print("\nString patterns alone, cold: ms to compile, then µs per step over the instances, and ms of compile"
+              " and every step")
+        for case, rows in results["patterns"].items():
+            print(f"-- {case}: {PATTERNS[case]}\n{'engine':<16} {'compile':>9} {'mean':>8} {'p50':>7} {'p90':>7} "
+                  f"{'p99':>8} {'max':>9} {'total':>9}")
+            for name, e in rows.items():
+                if "error" in e:
+                    print(f"{name:<16} error: {e['error'][:100]}")
+                else:
+                    print(f"{name:<16} {e['compile_ms']:9.1f} {_fmt_stats(e)} {e['compile_and_steps_ms']:9.1f}")
     if "gbnf" in results:
         print("\nllama.cpp GBNF grammars on their sentences: µs per token")
         for case, rows in results["gbnf"].items():
@@ -721,6 +793,13 @@ def reduced(ctx: Context) -> None:
             m = Matcher(compile_grammar(SCHEMAS[name][0], ctx.vocab, syntax="json_schema"))
             m.accept_tokens(ctx.tokens(inst))
             assert m.is_accepting(), (name, inst)
+    for name in ("password 3 lookaheads {8,32}", "password unanchored"):
+        schema = {"type": "string", "pattern": PATTERNS[name]}
+        compiled = compile_grammar(schema, ctx.vocab, syntax="json_schema")
+        for inst in ['"Passw0rd!"', '"' + "x" * 20 + 'A1!"']:
+            m = Matcher(compiled)
+            m.accept_tokens(ctx.tokens(inst))
+            assert m.is_accepting(), (name, inst)
     print("reduced trace: OK")
 
 
@@ -747,7 +826,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--docs", type=int, default=200)
     parser.add_argument("--instances", type=int, default=50)
-    parser.add_argument("--parts", default="json,schemas,gbnf,corpus")
+    parser.add_argument("--parts", default="json,schemas,gbnf,corpus,patterns")
     parser.add_argument("--reduced", action="store_true", help="CI: a few documents, correctness only")
     parser.add_argument("--out", default=str(HERE / "out" / "bench_trace.json"))
     parser.add_argument("--gc-off", action="store_true",
@@ -768,7 +847,8 @@ def main() -> None:
         start_up(ctx)
     results: dict = {}
     for part in args.parts.split(","):
-        results[part] = {"json": part_json, "schemas": part_schemas, "gbnf": part_gbnf, "corpus": part_corpus}[part](ctx)
+        results[part] = {"json": part_json, "schemas": part_schemas, "gbnf": part_gbnf, "corpus": part_corpus,
+                         "patterns": part_patterns}[part](ctx)
         print_report({part: results[part]})
     results["meta"] = {"date": time.strftime("%Y-%m-%d %H:%M"), "machine": platform.platform(), "cpus": os.cpu_count(),
                        "python": platform.python_version(), "command": " ".join(sys.argv),

@@ -114,7 +114,21 @@ class Repeat:
     max: int | None = None
 
 
-RegExpr = Union[Literal, CharClass, ByteClass, Pattern, Concat, Alternation, Repeat]
+@_hash_once
+@dataclass(frozen=True)
+class Automaton:
+    """The language of a finite automaton: states ``0..n_states - 1`` (0 the start), ``edges``
+    ``(from, label, to)`` that each read one match of ``label`` (a ``RegExpr``), and the ``accepting``
+    states. A front end gives one where any regular expression for the language is huge: a pattern's
+    lookaheads beside a length bound (``^(?=.*[A-Z]).{8,64}$``: a flag times a counter) need an expression
+    exponential in the flags, its automaton a few hundred states."""
+
+    n_states: int
+    edges: tuple[tuple[int, "RegExpr", int], ...]
+    accepting: tuple[int, ...]
+
+
+RegExpr = Union[Literal, CharClass, ByteClass, Pattern, Concat, Alternation, Repeat, Automaton]
 
 
 class TerminalKind(str, Enum):

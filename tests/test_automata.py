@@ -440,6 +440,56 @@ def test_ir_nodes():
     assert regexpr_to_dfa(ir.CharClass(((0xD800, 0xDFFF),))).is_empty()
 
 
+@SETTINGS
+@given(st.integers(1, 5), st.data())
+def test_automaton_node_is_its_language(n_states, data):
+    """An ``ir.Automaton`` (edges labelled with expressions, each read as one match) compiles to the DFA of
+    its language, whatever its labels (classes, literals, labels that read nothing, multi-byte code
+    points), alone and inside a larger expression: checked against a walk of its edges on short texts."""
+    labels = st.sampled_from([ir.Literal(b"a"), ir.Literal(b"bc"), ir.CharClass(((0x61, 0x63),)),
+                              ir.Repeat(ir.Literal(b"b"), 0, 2), ir.Literal(b""), ir.CharClass(((0xE9, 0xE9),))])
+    state = st.integers(0, n_states - 1)
+    edges = data.draw(st.lists(st.tuples(state, labels, state), max_size=8))
+    accepting = data.draw(st.lists(state, max_size=n_states, unique=True))
+    automaton = ir.Automaton(n_states, tuple(edges), tuple(accepting))
+    alone = regexpr_to_dfa(automaton)
+    inside = regexpr_to_dfa(ir.Concat((ir.Literal(b"x"), ir.Repeat(automaton, 1, 2))))
+    assert_well_formed(alone)
+    for text in ["", "a", "bc", "abc", "bb", "é", "ab", "cba", "aa", "bcbc", "aébc", "bbbb"]:
+        accepted = _automaton_accepts(automaton, text)
+        assert alone.matches(text.encode()) == accepted, (automaton, text)
+        assert inside.matches(b"x" + text.encode()) == (accepted or any(
+            _automaton_accepts(automaton, text[:k]) and _automaton_accepts(automaton, text[k:])
+            for k in range(len(text) + 1))), (automaton, text)
+
+
+def _automaton_accepts(a: ir.Automaton, text: str) -> bool:
+    """Brute force: the (state, characters read) pairs reachable over the edges, each label matched by Python's
+    ``re`` (its rendering over code points)."""
+    from kbnf_gpu.frontends.json_schema._pyre import to_python
+
+    seen = {(0, 0)}
+    stack = [(0, 0)]
+    while stack:
+        q, i = stack.pop()
+        for p, label, t in a.edges:
+            if p != q:
+                continue
+            matcher = re.compile(to_python(label), re.S)
+            for j in range(i, len(text) + 1):
+                if matcher.fullmatch(text, i, j) and (t, j) not in seen:
+                    seen.add((t, j))
+                    stack.append((t, j))
+    return any((q, len(text)) in seen for q in a.accepting)
+
+
+def test_automaton_node_refuses_states_out_of_range():
+    with pytest.raises(GrammarError, match="automaton"):
+        regexpr_to_dfa(ir.Automaton(2, ((0, ir.Literal(b"a"), 5),), (1,)))
+    with pytest.raises(GrammarError, match="automaton"):
+        regexpr_to_dfa(ir.Automaton(2, ((0, ir.Literal(b"a"), 1),), (2,)))
+
+
 def test_anchor_is_local_to_its_pattern():
     # "$" inside an embedded pattern refers to the end of that pattern's match
     d = regexpr_to_dfa(ir.Concat((ir.Pattern("a$"), ir.Literal(b"b"))))

@@ -43,7 +43,7 @@ from kbnf_gpu.frontends.json_schema._keys import other_keys
 from kbnf_gpu.frontends.json_schema._strings import CHAR, encode_text, quoted
 from kbnf_gpu.frontends.json_schema.formats import FORMATS, format_language
 from kbnf_gpu.frontends.json_schema.numbers import decimal_range, integer_range, multiple_of_regex
-from kbnf_gpu.frontends.json_schema._rx import rep
+from kbnf_gpu.frontends.json_schema._rx import holds_automaton, rep
 from kbnf_gpu.frontends.json_schema.sample import sample_texts
 
 jsonschema = importlib.import_module("jsonschema")
@@ -1076,6 +1076,37 @@ def test_boundary_states_are_those_at_multiples_of_the_chunk(pattern: str, C: in
     assert _long_strings._boundary_states(d, C, levels) == found
 
 
+
+@settings(max_examples=60, deadline=None)
+@given(small_patterns())
+def test_length_range_of_an_automaton(pattern: str) -> None:
+    """``_length_range``: the fewest and the most code points of an accepted string (``None``: unbounded), as
+    the accepting states met walking every length from the start find them."""
+    d = intersection_dfa([pattern_language(pattern)])
+    assume(d is not None)
+    level, accepted = {0}, []
+    for n in range(d.n + 2):
+        if any(d.accept[q] for q in level):
+            accepted.append(n)
+        level = {t for q in level for t in d.trans[q] if t >= 0}
+    assert _long_strings._length_range(d) == (accepted[0], None if level else accepted[-1])
+
+
+@needs_check
+@pytest.mark.parametrize("schema, lengths", [
+    ({"type": "string", "pattern": "^[a-z]{5,10}$", "maxLength": 1_000_000}, [4, 5, 10, 11]),
+    ({"type": "string", "pattern": "^[a-z]{5,100}$", "minLength": 3, "maxLength": 50}, [4, 5, 49, 50, 51, 100]),
+    ({"type": "string", "pattern": "^[a-z]{50,60}$", "minLength": 40, "maxLength": 70}, [49, 50, 60, 61]),
+    ({"type": "string", "pattern": "^[a-z]{30,60}$", "minLength": 40, "maxLength": 55}, [39, 40, 55, 56]),
+])
+def test_length_bounds_the_pattern_implies_are_dropped(schema: dict, lengths: list[int]) -> None:
+    """Length bounds beside a pattern that bounds the length itself: those it implies anyway are dropped (a
+    ``maxLength`` of a million beside ``{5,10}`` was refused as too complex), the others still hold."""
+    chk = Checker(schema)
+    v = validator(schema)
+    for n in lengths:
+        assert chk.complete(json.dumps("k" * n)) == v.is_valid("k" * n), n
+
 @needs_check
 def test_pattern_too_big_for_chunks_is_one_lexeme_without_chunk_work(monkeypatch) -> None:
     """An e-mail pattern that counts far on both sides: its chunk lexemes would pass ``MAX_THREAD_TERMINALS``,
@@ -1093,6 +1124,48 @@ def test_pattern_too_big_for_chunks_is_one_lexeme_without_chunk_work(monkeypatch
         verdicts.add(v.is_valid(text))
         assert chk.complete(json.dumps(text)) == v.is_valid(text), text
     assert verdicts == {True, False}
+
+
+@needs_check
+@pytest.mark.parametrize(
+    "pattern, pieces",
+    [
+        ("^(?=.*[A-Z]).{2,6}$", ["a", "A", "1", " ", "\u00e9"]),
+        ("(?=.*[A-Z])(?=.*[0-9])(?=.*[!@#]).{8}", ["a", "A", "1", "!", "\u00e9"]),
+        ("^(?=.*\\d)(?!.*\\s)[a-z\\d ]{2,5}$", ["a", "1", " ", "z", "A"]),
+        ("^(?=.*[A-Z])(?=.*[0-9])(?=.*[!@#]).{8,64}$", ["a", "A", "1", "!", "\u00e9", "xx"]),
+        ("(?<=a{20})b", ["a", "b", "aaaa", "x"]),
+    ],
+)
+def test_lookaheads_beside_counts_are_automata_and_exact(pattern: str, pieces: list[str]) -> None:
+    """Lookaheads beside a length bound have no small regular expression (the orders of the lookaheads times
+    the counter); the front end keeps such a language as its automaton (``ir.Automaton``), and the terminals
+    built from it accept exactly the pattern's strings, raw or written with escapes. The grammar's samples
+    are valid strings."""
+    schema = {"type": "string", "pattern": pattern}
+    chk = Checker(schema)
+    assert any(holds_automaton(t.expr) for r in chk.grammar.rules for t in _expr_terminals(r.body))
+    v = validator(schema)
+    rnd = random.Random(11)
+    verdicts = set()
+    for _ in range(250):
+        s = "".join(rnd.choice(pieces) for _ in range(rnd.choice([1, 2, 3, 5, 6, 7, 8, 9, 12, 21, 22, 30, 64, 70])))
+        valid = v.is_valid(s)
+        verdicts.add(valid)
+        assert chk.complete(json.dumps(s, ensure_ascii=False)) == valid, s
+        assert chk.complete(json.dumps(s)) == valid, s
+    assert verdicts == {True, False}
+    for text in sample_texts(parse_grammar(schema, "json_schema", whitespace="compact"), 20, seed=4):
+        assert v.is_valid(json.loads(text)), text
+
+
+def _expr_terminals(e: Any) -> list:
+    """The terminals of a grammar expression."""
+    if isinstance(e, ir.Terminal):
+        return [e]
+    children = getattr(e, "items", None) or getattr(e, "alternatives", None) or (
+        (e.item,) if hasattr(e, "item") else ())
+    return [t for x in children for t in _expr_terminals(x)]
 
 @needs_check
 def test_numbers_details() -> None:

@@ -282,3 +282,20 @@ def test_source_hash_is_of_the_schema_as_compiled() -> None:
     assert compiled.source_hash == want == grammar_hash(
         {"type": "array", "items": {"$ref": "https://example.com/item"}}, "json_schema", None, {"registry": registry})
     assert compiled.source_hash != grammar_hash(schema, "json_schema", None, {"registry": registry})
+
+
+def test_unknown_front_end_options_are_named() -> None:
+    """An option the front end does not take is an ``OptionError`` naming it and the options it does take
+    (a compile budget passed as a front-end option is pointed to ``CompileConfig``), not a ``TypeError``
+    from the call; options it takes, by keyword, still reach it."""
+    from kbnf_gpu.frontends import parse_grammar
+
+    with pytest.raises(OptionError, match=r"'time_budget_s' for syntax 'json_schema'.*registry.*CompileConfig"):
+        parse_grammar({"type": "string"}, "json_schema", time_budget_s=5)
+    with pytest.raises(OptionError, match=r"'indent', 'strict' for syntax 'lark'; it takes none"):
+        parse_grammar('start: "a"', "lark", strict=True, indent=2)
+    with pytest.raises(OptionError, match=r"'whitespace' for syntax 'regex'; it takes flags"):
+        parse_grammar("a+", "regex", whitespace="compact")
+    assert parse_grammar("A+", "regex", flags="i") != parse_grammar("A+", "regex")
+    assert parse_grammar({"type": "object"}, "json_object", whitespace="compact") == parse_grammar(
+        {}, "json_object", whitespace="compact")

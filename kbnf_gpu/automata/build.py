@@ -1,7 +1,7 @@
 """Public entry points: terminals and regular expressions -> ``ByteDFA``, and DFA combinators."""
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -56,6 +56,8 @@ def _walk(node, into_looks: bool = True):
             stack.extend(x.options)
         elif isinstance(x, ir.Repeat):
             stack.append(x.item)
+        elif isinstance(x, ir.Automaton):
+            stack.extend(label for _, label, _ in x.edges)
         elif isinstance(x, Look) and into_looks:
             stack.append(x.body)
 
@@ -181,6 +183,36 @@ def complement_bytes(dfa: ByteDFA) -> ByteDFA:
     return from_table(t, np.append(~dfa.accepting, True))
 
 
+def _labels_determinized(root: Node, determinized: Callable[[Node], ByteDFA]) -> Node:
+    """``root`` with each ``Automaton``'s edge labels replaced by their DFAs (one per distinct label). A label
+    written out (a class of code points, each also a JSON escape) is a nondeterministic union of spellings;
+    the subset construction over the whole automaton would track its branches in every state, passing the
+    state limit before minimization merges them (three times the final states for a password pattern)."""
+    leaves: dict = {}
+
+    def label_leaf(label: Node) -> DFALeaf:
+        leaf = leaves.get(label)
+        if leaf is None:
+            leaf = leaves[label] = DFALeaf(determinized(label))
+        return leaf
+
+    def rebuilt(node: Node) -> Node:
+        if isinstance(node, ir.Automaton):
+            return ir.Automaton(node.n_states, tuple((p, label_leaf(label), q) for p, label, q in node.edges),
+                                node.accepting)
+        if isinstance(node, ir.Concat):
+            return ir.Concat(tuple(rebuilt(x) for x in node.parts))
+        if isinstance(node, ir.Alternation):
+            return ir.Alternation(tuple(rebuilt(x) for x in node.options))
+        if isinstance(node, ir.Repeat):
+            return ir.Repeat(rebuilt(node.item), node.min, node.max)
+        if isinstance(node, Look):
+            return Look(rebuilt(node.body), behind=node.behind, negated=node.negated)
+        return node
+
+    return rebuilt(root)
+
+
 def _compile(root: Node, max_states: int, ctx: _Context) -> ByteDFA:
     """Any expression tree -> ByteDFA, mapping internal limits to ``DFATooLarge``."""
     nfa_limit = _nfa_limit(max_states)
@@ -195,6 +227,8 @@ def _compile(root: Node, max_states: int, ctx: _Context) -> ByteDFA:
             return DFALeaf(_determinized(node, max_states, nfa_limit, ctx))
         return node
 
+    if any(isinstance(x, ir.Automaton) for x in _walk(root)):
+        root = _labels_determinized(root, lambda label: _determinized(label, max_states, nfa_limit, ctx, on_pattern))
     try:
         return _determinized(root, max_states, nfa_limit, ctx, on_pattern)
     except DFATooLarge:

@@ -328,6 +328,18 @@ class NFA:
         if isinstance(node, ir.Repeat):
             frag = results.pop()
             return self.repeat(frag, mark, node.min, node.max)
+        if isinstance(node, ir.Automaton):
+            k = len(node.edges)
+            frags = results[len(results) - k :] if k else []
+            del results[len(results) - k :]
+            states = [self.new_state() for _ in range(node.n_states)]
+            for (p, _, q), (fs, fe) in zip(node.edges, frags):
+                self.link(states[p], fs)
+                self.link(fe, states[q])
+            end = self.new_state()
+            for q in node.accepting:
+                self.link(states[q], end)
+            return states[0], end
         raise InvalidExpr(f"not a regular expression node: {type(node).__name__}")
 
 
@@ -355,6 +367,12 @@ def _children(node: Node) -> tuple:
         if not isinstance(lo, int) or lo < 0 or (hi is not None and (not isinstance(hi, int) or hi < lo)):
             raise InvalidExpr(f"invalid repeat bounds {{{lo},{'' if hi is None else hi}}}")
         return (node.item,)
+    if isinstance(node, ir.Automaton):
+        n = node.n_states
+        if n < 1 or any(not (0 <= p < n and 0 <= q < n) for p, _, q in node.edges) or any(
+                not 0 <= q < n for q in node.accepting):
+            raise InvalidExpr(f"invalid automaton: a state outside 0..{n - 1}")
+        return tuple(label for _, label, _ in node.edges)
     raise InvalidExpr(f"not a regular expression node: {type(node).__name__}")
 
 

@@ -4,10 +4,11 @@ Nothing downstream knows which syntax a grammar came from.
 """
 from __future__ import annotations
 
-from typing import Any
+import inspect
+from typing import Any, Callable
 
 from ..budget import compile_budget
-from ..errors import GrammarError
+from ..errors import GrammarError, OptionError
 from ..ir import Grammar
 
 SYNTAXES = ("kbnf", "gbnf", "lark", "regex", "json_schema", "json_object")
@@ -28,25 +29,39 @@ def _parse(source: Any, syntax: str, start: str | None, options: dict) -> Gramma
     if syntax == "kbnf":
         from .kbnf import parse_kbnf
 
-        return parse_kbnf(source, start=start or "start", **options)
+        return _call(parse_kbnf, syntax, options, source, start=start or "start")
     if syntax == "gbnf":
         from .gbnf import parse_gbnf
 
-        return parse_gbnf(source, start=start or "root", **options)
+        return _call(parse_gbnf, syntax, options, source, start=start or "root")
     if syntax == "lark":
         from .lark import parse_lark
 
-        return parse_lark(source, start=start or "start", **options)
+        return _call(parse_lark, syntax, options, source, start=start or "start")
     if syntax == "regex":
         from .regex import parse_regex
 
-        return parse_regex(source, **options)
+        return _call(parse_regex, syntax, options, source)
     if syntax == "json_schema":
         from .json_schema import parse_json_schema
 
-        return parse_json_schema(source, **options)
+        return _call(parse_json_schema, syntax, options, source)
     if syntax == "json_object":
         from .json_schema import parse_json_schema
 
-        return parse_json_schema({"type": "object"}, **options)
+        return _call(parse_json_schema, syntax, options, {"type": "object"})
     raise GrammarError(f"unknown syntax {syntax!r}; expected one of {', '.join(SYNTAXES)}")
+
+
+def _call(front_end: Callable[..., Grammar], syntax: str, options: dict, *args: Any, **fixed: Any) -> Grammar:
+    """``front_end(*args, **fixed, **options)``, after checking that it takes every option (a clear error, not
+    a ``TypeError`` from the call)."""
+    params = list(inspect.signature(front_end).parameters.values())[len(args):]  # past the source
+    takes = [p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and p.name not in fixed]
+    unknown = sorted(set(options) - set(takes))
+    if unknown:
+        hint = " (compile limits and budgets go in config=CompileConfig(...))" if any(
+            name.startswith(("max_", "time_budget")) for name in unknown) else ""
+        raise OptionError(f"unknown option{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))} for "
+                          f"syntax {syntax!r}; it takes {', '.join(takes) or 'none'}{hint}")
+    return front_end(*args, **fixed, **options)

@@ -16,13 +16,14 @@ import numpy as np
 from ...automata.dfa import minimal_classes
 from ...budget import current_budget
 from ...errors import GrammarError
-from ...ir import Alternation, CharClass, Concat, Literal, Repeat
+from ...ir import Alternation, Automaton, CharClass, Concat, Literal, Repeat
 from . import _charset as cs
-from ._rx import EPS, Rx, alt, seq, star
+from ._rx import EPS, Rx, alt, seq, size, star
 
 MAX_NFA_STATES = 200_000
 MAX_STATES = 20_000
 MAX_REGEX_SIZE = 30_000
+MAX_EXPR_STATES = 64  # automata with more states stay automata (``as_expr``): state elimination grows fast
 
 
 class TooLarge(GrammarError):
@@ -85,6 +86,19 @@ class _NFA:
                     self.eps[cur].append(a)
                     cur = b
                 self.eps[cur].append(t)
+        elif isinstance(x, Automaton):
+            states = [self.new() for _ in range(x.n_states)]
+            self.eps[s].append(states[0])
+            for p, label, q in x.edges:
+                if isinstance(label, CharClass):  # one edge, no states of its own
+                    if label.ranges:
+                        self.edges[states[p]].append((cs.norm(label.ranges), states[q]))
+                    continue
+                a, b = self.build(label)
+                self.eps[states[p]].append(a)
+                self.eps[b].append(states[q])
+            for q in x.accepting:
+                self.eps[states[q]].append(t)
         else:
             raise TypeError(f"cannot build an automaton from {type(x).__name__}")
         return s, t
@@ -153,6 +167,7 @@ def compile_many(exprs: list[Rx]) -> list[DFA]:
         [(of_label[lab], t) for lab, t in edges] for edges in nfa.edges
     ]
     out = []
+    budget = current_budget()
     for start, final in ends:
         init = nfa.closure([start])
         index = {init: 0}
@@ -161,6 +176,7 @@ def compile_many(exprs: list[Rx]) -> list[DFA]:
         accept: list[bool] = []
         i = 0
         while i < len(order):
+            budget.tick("combining regular expressions")
             cur = order[i]
             i += 1
             accept.append(final in cur)
@@ -284,21 +300,22 @@ def to_regex(d: Optional[DFA], limit: int = MAX_REGEX_SIZE) -> Rx:
     """
     if d is None:
         return None
-    n = d.n
+    return automaton_regex(automaton_expr(d), limit)
+
+
+def automaton_regex(a: Automaton, limit: int = MAX_REGEX_SIZE) -> Rx:
+    """A regular expression for the language of ``a`` (state elimination; ``TooLarge`` past about ``limit``
+    nodes)."""
+    n = a.n_states
     S, F = n, n + 1
     edge: dict[tuple[int, int], Rx] = {(S, 0): EPS}
     cost: dict[tuple[int, int], int] = {(S, 0): 1}
-    for q in range(n):
-        if d.accept[q]:
-            edge[(q, F)] = EPS
-            cost[(q, F)] = 1
-        targets: dict[int, list[tuple[int, int]]] = {}
-        for sym, t in enumerate(d.trans[q]):
-            if t >= 0:
-                targets.setdefault(t, []).extend(d.symbols[sym])
-        for t, rs in targets.items():
-            edge[(q, t)] = CharClass(cs.norm(rs))
-            cost[(q, t)] = 1
+    for q in a.accepting:
+        edge[(q, F)] = EPS
+        cost[(q, F)] = 1
+    for p, label, q in a.edges:
+        edge[(p, q)] = _alt_cc(edge.get((p, q)), label)
+        cost[(p, q)] = cost.get((p, q), 0) + size(label)
     succ: dict[int, set[int]] = {q: set() for q in range(n + 2)}
     pred: dict[int, set[int]] = {q: set() for q in range(n + 2)}
     for p, q in edge:
@@ -338,6 +355,36 @@ def to_regex(d: Optional[DFA], limit: int = MAX_REGEX_SIZE) -> Rx:
     return edge.get((S, F))
 
 
+def automaton_expr(d: DFA) -> Automaton:
+    """``d`` as an expression (``ir.Automaton``): one edge per (state, target), labelled with the union of the
+    symbols that lead there."""
+    edges = []
+    for q, row in enumerate(d.trans):
+        targets: dict[int, list[tuple[int, int]]] = {}
+        for sym, t in enumerate(row):
+            if t >= 0:
+                targets.setdefault(t, []).extend(d.symbols[sym])
+        edges.extend((q, CharClass(cs.norm(rs)), t) for t, rs in sorted(targets.items()))
+    return Automaton(d.n, tuple(edges), tuple(q for q in range(d.n) if d.accept[q]))
+
+
+def as_expr(d: Optional[DFA]) -> Rx:
+    """The language of ``d`` as an expression: a regular expression when ``d`` is small and one about as large
+    as its edges exists, else the automaton itself (``automaton_expr``). A larger expression is a
+    nondeterministic one (the orders of a few lookaheads: ``.*A.*B|.*B.*A``), which grows exponentially and
+    costs the byte layer's subset construction seconds, while the automaton stays a product of small
+    factors, deterministic but for the JSON escapes of its labels."""
+    if d is None:
+        return None
+    if d.n <= MAX_EXPR_STATES:
+        edges = sum(len({t for t in row if t >= 0}) for row in d.trans)
+        try:
+            return to_regex(d, 4 * edges + 32)
+        except TooLarge:
+            pass
+    return automaton_expr(d)
+
+
 def intersection_dfa(exprs: list[Rx]) -> Optional[DFA]:
     """The minimal automaton of the intersection of ``exprs`` (None: empty)."""
     if any(x is None for x in exprs):
@@ -351,15 +398,10 @@ def intersection_dfa(exprs: list[Rx]) -> Optional[DFA]:
     return acc
 
 
-def paths(d: DFA, start: int, lo: int, hi: Optional[int], targets: Optional[set[int]] = None,
-          limit: int = MAX_REGEX_SIZE) -> Rx:
-    """Strings ``w`` with ``lo <= len(w) <= hi`` leading ``d`` from ``start`` into
-    ``targets`` (default: the accepting states); ``hi=None``: no upper bound."""
-    return to_regex(paths_dfa(d, start, lo, hi, targets), limit)
-
-
 def paths_dfa(d: DFA, start: int, lo: int, hi: Optional[int], targets: Optional[set[int]] = None) -> Optional[DFA]:
-    """The minimal automaton of ``paths`` (``None``: no such string), over ``d``'s symbols."""
+    """The minimal automaton (over ``d``'s symbols; ``None``: empty) of the strings ``w`` with
+    ``lo <= len(w) <= hi`` leading ``d`` from ``start`` into ``targets`` (default: the accepting states);
+    ``hi=None``: no upper bound."""
     targets = {q for q in range(d.n) if d.accept[q]} if targets is None else targets
     top = hi if hi is not None else lo
     index: dict[tuple[int, int], int] = {(start, 0): 0}
@@ -422,7 +464,7 @@ def combine(base: Rx, keep: list[Rx] = (), drop: list[Rx] = ()) -> Rx:  # type: 
         if acc is None:
             break
         acc = minimize(intersect(acc, complement(x)))
-    return to_regex(acc)
+    return as_expr(acc)
 
 
 def is_empty(x: Rx) -> bool:

@@ -21,10 +21,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Optional
 
 from ... import ir
-from ._fsm import DFA, TooLarge, canonical_key, intersection_dfa, paths_dfa, to_regex
+from ._fsm import DFA, TooLarge, as_expr, canonical_key, intersection_dfa, paths_dfa
 from ._rx import Rx, lit, seq
 from ._scalars import QUOTE, string_piece, string_terminal
-from ._strings import encode
+from ._strings import encode, quoted
 
 if TYPE_CHECKING:
     from ._builder import Builder
@@ -34,6 +34,7 @@ MAX_COUNT_RANGE = 10_000  # chunk counts (and item counts) enforced exactly up t
 MAX_THREAD_RULES = 5_000  # rules of one threaded string
 MAX_THREAD_TERMINALS = 400
 BIG_PATTERN = 256  # code-point automaton states from which a pattern alone is chunked (x 17-27 in bytes)
+MAX_CHUNK_STATES = 64  # a chunk lexeme's code-point automaton (x 25-45 in bytes with its escapes), else shorter chunks
 
 
 def threaded_string(b: "Builder", langs: list[Rx], lo: int, hi: Optional[int], where: str) -> Optional[ir.Expr]:
@@ -47,6 +48,14 @@ def threaded_string(b: "Builder", langs: list[Rx], lo: int, hi: Optional[int], w
         return counted_string(b, lo, hi, where)
     if d is None:
         return None
+    shortest, longest = _length_range(d)
+    if hi is not None and hi < shortest or longest is not None and lo > longest:
+        return None
+    # bounds the automaton implies anyway are dropped (``^[a-z]{5,10}$`` with ``maxLength: 1000000``)
+    lo = 0 if lo <= shortest else lo
+    hi = None if hi is not None and longest is not None and hi >= longest else hi
+    if lo == 0 and hi is None:
+        return b.term(quoted(encode(as_expr(d))), "string")
     threaded = _thread_chunks(b, d, lo, hi, (STRING_CHUNK, 8, 4, 2, 1))
     if threaded is not None:
         return threaded
@@ -93,6 +102,8 @@ def _count_span(x: Rx) -> int:
         return sum(map(_count_span, x.options))
     if isinstance(x, ir.Repeat):
         return _count_span(x.item) * max(1, x.min if x.max is None else x.max)
+    if isinstance(x, ir.Automaton):  # a path without a loop passes each state once
+        return x.n_states * max((_count_span(label) for _, label, _ in x.edges), default=1)
     return 1
 
 
@@ -100,13 +111,14 @@ def _thread(b: "Builder", d: DFA, lo: int, hi: Optional[int], C: int, bounded_re
     """Rules ``(automaton state p, chunks so far j)``. Once the lower bound is met (``j >= J``, no upper bound)
     the rest from ``p`` is one tail lexeme, or with ``bounded_rest`` a tail of fewer than ``C`` code points
     or a chunk and the rest again (lexemes that stay small however far the automaton counts)."""
-    if len(_boundary_states(d, C, None if hi is None else hi // C)) > MAX_THREAD_TERMINALS:
-        raise TooLarge("string automaton too large")  # each of them would get its chunk lexemes: fail before
-    limit = 4_000
+    # each state at a chunk boundary gets its chunk lexemes, and with no lower bound its tail too: fail before
+    if len(_boundary_states(d, C, None if hi is None else hi // C)) * (2 if lo == 0 else 1) > MAX_THREAD_TERMINALS:
+        raise TooLarge("string automaton too large")
     chunk_terms: dict[int, list[tuple[int, ir.Terminal]]] = {}
     end_terms: dict[tuple[int, int, Optional[int]], Optional[ir.Terminal]] = {}
-    # a counter's positions far from its bounds have chunks of one language: each language is written as a
-    # regular expression and encoded once (the automaton work per position is small beside that)
+    # a counter's positions far from its bounds have chunks of one language: each language is written as an
+    # expression and encoded once (the automaton work per position is small beside that); a chunk whose own
+    # automaton is big makes the caller try shorter chunks
     by_language: dict[tuple, ir.Terminal] = {}
     close = lit('"')
 
@@ -116,7 +128,9 @@ def _thread(b: "Builder", d: DFA, lo: int, hi: Optional[int], C: int, bounded_re
         key = (kind, canonical_key(language))
         found = by_language.get(key)
         if found is None:
-            r = encode(to_regex(language, limit))
+            if language.n > MAX_CHUNK_STATES:
+                raise TooLarge("string chunk automaton too large")
+            r = encode(as_expr(language))
             found = by_language[key] = b.term(seq(r, close) if kind == "string_tail" else r, kind)
         return found
 
@@ -186,6 +200,37 @@ def _thread(b: "Builder", d: DFA, lo: int, hi: Optional[int], C: int, bounded_re
     for n, alts in bodies.items():
         b.add_rule(rename[n], [fix(a) for a in alts])
     return ir.Sequence((b.term(close, "quote"), fix(first)))
+
+
+def _length_range(d: DFA) -> tuple[int, Optional[int]]:
+    """The fewest and the most code points of a string ``d`` accepts (``None``: no most, ``d`` loops); ``d``
+    is trimmed (every state on a path to acceptance), as ``intersection_dfa`` gives it."""
+    targets = [{t for t in row if t >= 0} for row in d.trans]
+    shortest, level, seen = None, {0}, {0}
+    for n in range(d.n + 1):  # breadth first: the first level with an accepting state
+        if any(d.accept[q] for q in level):
+            shortest = n
+            break
+        level = {t for q in level for t in targets[q]} - seen
+        seen |= level
+    indegree = [0] * d.n
+    for ts in targets:
+        for t in ts:
+            indegree[t] += 1
+    order = [q for q in range(d.n) if not indegree[q]]
+    for q in order:  # Kahn's order: it misses a state exactly when a cycle reaches it
+        for t in targets[q]:
+            indegree[t] -= 1
+            if not indegree[t]:
+                order.append(t)
+    if len(order) < d.n:
+        return shortest or 0, None
+    most = [0 if d.accept[q] else -1 for q in range(d.n)]
+    for q in reversed(order):
+        for t in targets[q]:
+            if most[t] >= 0:
+                most[q] = max(most[q], most[t] + 1)
+    return shortest or 0, most[0]
 
 
 def _boundary_states(d: DFA, C: int, levels: Optional[int]) -> set[int]:

@@ -8,9 +8,10 @@ trackers), but over bytes. A pattern's character sets split the code space
 into a handful of *symbols* (code points that no set tells apart, as in
 ``_fsm.alphabet``), so each symbol is written as one pseudo-byte, the byte
 layer builds the DFA of the search language, and that DFA is read back over
-the symbols and turned into a regex. Exact, with the same approximations per
-set as ``_pattern`` (swapped inside negated lookarounds, where matching less
-means accepting more).
+the symbols and turned into an expression (``_fsm.as_expr``: a regex, or the
+automaton itself where any regex would be large). Exact, with the same
+approximations per set as ``_pattern`` (swapped inside negated lookarounds,
+where matching less means accepting more).
 """
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from ...automata.build import regexpr_to_dfa
 from ...automata.regex import BOS, EOL, EOS, Anchor, Look, word_boundary
 from ...errors import CompileBudgetExceeded, GrammarError
 from . import _charset as cs
-from ._fsm import DFA, alphabet, minimize, to_regex
+from ._fsm import DFA, alphabet, as_expr, minimize
 from ._pattern import ASCII_WORD, walk
 from ._rx import Rx, alt
 
@@ -86,7 +87,7 @@ def _language(tree: tuple, over: bool, words: tuple, error) -> Rx:
     try:
         dfa = regexpr_to_dfa(root, max_states=MAX_LOOKAROUND_STATES)
         trans = dfa.transitions[:, byte_of_symbol].tolist() if dfa.n_states else []
-        return to_regex(minimize(DFA(symbols, trans, dfa.accepting.tolist())) if trans else None)
+        return as_expr(minimize(DFA(symbols, trans, dfa.accepting.tolist())) if trans else None)
     except CompileBudgetExceeded:
         raise
     except GrammarError as e:  # too many states, a regex too large, or a lookahead inside a lookbehind

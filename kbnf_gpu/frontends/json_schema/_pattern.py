@@ -35,7 +35,8 @@ import re
 from typing import Optional
 
 from . import _charset as cs
-from ._rx import EPS, Rx, alt, cc, nullable, opt, rep, seq, star
+from ...ir import Automaton
+from ._rx import EPS, Rx, alt, cc, holds_automaton, nullable, opt, rep, seq, star
 
 MAX_GROUP_DEPTH = 100
 MAX_REPEAT = 1000
@@ -487,9 +488,17 @@ def _is_lookahead(node: Node) -> bool:
 
 
 def _language(tree: Node, over: bool) -> Rx:
-    """``search_language`` of any tree: piecewise where it can be (no alphabet bound), else by automaton."""
+    """``search_language`` of any tree: piecewise where it can be (no alphabet bound), else by automaton.
+    A piecewise language that holds an automaton beside other parts (``.*`` before an unanchored pattern's
+    lookaheads) is made one automaton here, over code points: the byte layer's subset construction would
+    track every state of the automaton at once behind the ``.*``, each inside JSON escapes."""
     try:
-        return _with_lookaheads(tree, over)
+        lang = _with_lookaheads(tree, over)
+        if lang is not None and not isinstance(lang, Automaton) and holds_automaton(lang):
+            from ._fsm import as_expr, intersection_dfa
+
+            lang = as_expr(intersection_dfa([lang]))
+        return lang
     except _NeedsAutomaton as e:
         from ._lookaround import automaton_language
 

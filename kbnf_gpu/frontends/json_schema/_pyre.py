@@ -4,7 +4,7 @@ The rendering is over code points: ``Literal`` bytes are decoded as UTF-8.
 """
 from __future__ import annotations
 
-from ...ir import Alternation, ByteClass, CharClass, Concat, Literal, Pattern, RegExpr, Repeat
+from ...ir import Alternation, Automaton, ByteClass, CharClass, Concat, Literal, Pattern, RegExpr, Repeat
 
 
 def _cp(c: int) -> str:
@@ -46,6 +46,11 @@ def to_python(expr: RegExpr) -> str:
             stack.append(")){%d,%s}" % (e.min, hi))
             stack.append(e.item)
             out.append("(?:(?:")
+        elif isinstance(e, Automaton):  # as a regular expression (for checks: may be large)
+            from ._fsm import automaton_regex
+
+            stack.append(automaton_regex(e, limit=1 << 20))
         else:  # pragma: no cover
             raise TypeError(type(e))
     return "".join(out)
+

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from ...ir import Alternation, ByteClass, CharClass, Concat, Literal, Pattern, RegExpr, Repeat
+from ...ir import Alternation, Automaton, ByteClass, CharClass, Concat, Literal, Pattern, RegExpr, Repeat
 from ._charset import Ranges
 
 Rx = Optional[RegExpr]
@@ -89,9 +89,33 @@ def nullable(x: Rx) -> bool:
         return any(nullable(p) for p in x.options)
     if isinstance(x, Repeat):
         return x.min == 0 or nullable(x.item)
+    if isinstance(x, Automaton):  # an accepting state reached from the start over edges that read nothing
+        reached, stack = {0}, [0]
+        while stack:
+            p = stack.pop()
+            for q in (q for s, label, q in x.edges if s == p and q not in reached and nullable(label)):
+                reached.add(q)
+                stack.append(q)
+        return not reached.isdisjoint(x.accepting)
     if isinstance(x, Pattern):  # pragma: no cover - not produced here
         raise TypeError("Pattern nodes are opaque")
     raise TypeError(type(x))
+
+
+def holds_automaton(x: Rx) -> bool:
+    """Is an ``Automaton`` part of ``x``?"""
+    stack: list[RegExpr] = [] if x is None else [x]
+    while stack:
+        e = stack.pop()
+        if isinstance(e, Automaton):
+            return True
+        if isinstance(e, Concat):
+            stack.extend(e.parts)
+        elif isinstance(e, Alternation):
+            stack.extend(e.options)
+        elif isinstance(e, Repeat):
+            stack.append(e.item)
+    return False
 
 
 def size(x: Rx) -> int:
@@ -109,4 +133,6 @@ def size(x: Rx) -> int:
             stack.extend(e.options)
         elif isinstance(e, Repeat):
             stack.append(e.item)
+        elif isinstance(e, Automaton):
+            stack.extend(label for _, label, _ in e.edges)
     return n

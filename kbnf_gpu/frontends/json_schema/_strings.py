@@ -13,7 +13,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Callable
 
-from ...ir import Alternation, CharClass, Concat, Literal, RegExpr, Repeat
+from ...ir import Alternation, Automaton, CharClass, Concat, Literal, RegExpr, Repeat
 from . import _charset as cs
 from ._rx import EPS, Rx, alt, cc, lit, rep, seq
 
@@ -107,6 +107,10 @@ def encode(x: Rx) -> Rx:
         return alt(*(encode(o) for o in x.options))
     if isinstance(x, Repeat):
         return rep(encode(x.item), x.min, x.max)
+    if isinstance(x, Automaton):
+        edges = tuple((p, label, q) for p, label, q in ((p, encode(label), q) for p, label, q in x.edges)
+                      if label is not None)
+        return Automaton(x.n_states, edges, x.accepting)
     raise TypeError(type(x))
 
 

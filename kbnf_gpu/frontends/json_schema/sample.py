@@ -89,6 +89,34 @@ def _escape(x: Any) -> bool:
     return isinstance(x, ir.Literal) and x.value.startswith(b"\\")
 
 
+def _automaton_walk(a: ir.Automaton, rnd: random.Random) -> list[Any]:
+    """The labels along a random path of ``a`` from its start to an accepting state: random edges (that can
+    still reach one) for a while, then a shortest way there."""
+    distance = {q: 0 for q in a.accepting}  # edges to an accepting state, backwards from them
+    frontier = set(a.accepting)
+    while frontier:
+        reached = {p for p, _, q in a.edges if q in frontier and p not in distance}
+        for p in reached:
+            distance[p] = min(distance[q] for s, _, q in a.edges if s == p and q in frontier) + 1
+        frontier = reached
+    if 0 not in distance:
+        raise ValueError("the automaton accepts nothing")
+    out_edges: dict[int, list] = {}
+    for edge in a.edges:
+        if edge[2] in distance:
+            out_edges.setdefault(edge[0], []).append(edge)
+    labels, q = [], 0
+    for _ in range(rnd.randint(0, 3 * a.n_states + 4)):
+        if q in a.accepting and rnd.random() < 0.1 or q not in out_edges:
+            return labels
+        _, label, q = rnd.choice(out_edges[q])
+        labels.append(label)
+    while distance[q]:
+        _, label, q = rnd.choice([e for e in out_edges[q] if distance[e[2]] == distance[q] - 1])
+        labels.append(label)
+    return labels
+
+
 def _sample_regex(e: Any, rnd: random.Random, out: list[str], escapes: bool = True) -> None:
     stack = [e]
     while stack:
@@ -109,5 +137,7 @@ def _sample_regex(e: Any, rnd: random.Random, out: list[str], escapes: bool = Tr
             if x.max is not None and rnd.random() < 0.1:
                 hi = x.max
             stack.extend([x.item] * rnd.randint(x.min, hi))
+        elif isinstance(x, ir.Automaton):
+            stack.extend(reversed(_automaton_walk(x, rnd)))
         else:
             raise TypeError(f"cannot sample {type(x).__name__}")
