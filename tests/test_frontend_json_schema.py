@@ -994,7 +994,7 @@ def test_far_counting_patterns_in_chunks_exact(pattern: str, pieces: list[str], 
     """A pattern whose automaton is big is served as chunk lexemes with a rest of fewer than ``STRING_CHUNK``
     code points (``chunked_pattern``). With the threshold lowered every one here is chunked, and its
     language stays the pattern's, at chunk boundaries and across them."""
-    monkeypatch.setattr(_long_strings, "BIG_PATTERN", 2)
+    monkeypatch.setattr(_long_strings, "BYTE_STATES_PER_STATE", 10**6)
     schema = {"type": "string", "pattern": pattern}
     chk = Checker(schema)
     assert len(chk.grammar.rules) > 2  # chunk rules, not one lexeme
@@ -1012,6 +1012,22 @@ def test_far_counting_patterns_in_chunks_exact(pattern: str, pieces: list[str], 
         assert chk.complete(json.dumps(s)) == valid, s  # past ASCII, every code point an escape
     assert verdicts == {True, False}
 
+
+
+def test_pattern_chunked_only_past_what_max_dfa_states_holds() -> None:
+    """Whether a pattern that counts is one lexeme or chunks follows the configured ``max_dfa_states``: a
+    password pattern of ~500 code-point states is chunked under the default and one lexeme under a limit
+    twice as high; a small counter is one lexeme under both."""
+    from kbnf_gpu import CompileConfig
+    from kbnf_gpu.budget import compile_budget
+
+    def rules(pattern: str, limit: int) -> int:
+        with compile_budget(CompileConfig(max_dfa_states=limit)):
+            return len(parse_json_schema({"type": "string", "pattern": pattern}).rules)
+
+    password = "^(?=.*[A-Z])(?=.*[0-9])(?=.*[!@#]).{8,64}$"
+    assert rules(password, 10_000) > 10 and rules(password, 20_000) <= 2
+    assert rules("^.{10,60}$", 10_000) <= 2 and rules("^.{10,60}$", 20_000) <= 2
 
 def test_far_counting_pattern_compiles_where_one_lexeme_would_not() -> None:
     """``^(ab|cd|ef|gh){1,300}$`` as one lexeme passes ``max_dfa_states`` (every code point also an escape);

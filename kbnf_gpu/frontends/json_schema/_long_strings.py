@@ -7,20 +7,26 @@
 * ``threaded_string``: the same with ``pattern``/``format`` constraints: one
   rule per (automaton state, chunks so far); a chunk lexeme leads the
   constraint automaton from one state to another in exactly ``C`` code points
-  (``C`` = 16, 8, 4, 2 or 1, the largest whose chunk expressions stay small).
+  (``C`` = 16, 8, 4, 2 or 1, the largest whose chunk automata stay under
+  ``MAX_CHUNK_STATES``).
 * ``chunked_pattern``: a pattern that counts far by itself
   (``^(ab|cd|ef|gh){1,300}$``) threaded the same way, with a rest of fewer
-  than ``C`` code points: as one lexeme, its byte automaton (every code point
-  also as an escape) would pass ``max_dfa_states``. Smaller ones
+  than ``C`` code points, when as one lexeme its byte automaton (every code
+  point also as an escape) would pass ``max_dfa_states`` (estimated at
+  ``BYTE_STATES_PER_STATE`` per code-point state). Smaller ones
   (``^.{10,60}$``: 61 code-point states, 1,683 byte states) stay one lexeme:
   chunk boundaries cost their first instances more token steps across
-  lexemes than the one lexeme's rows do (measured: 330 vs 143 ms).
+  lexemes than the one lexeme's rows do (measured: 330 vs 143 ms; a password
+  pattern ``^(?=.*[A-Z])(?=.*[0-9])(?=.*[!@#]).{8,64}$``, 14,818 byte states
+  as one lexeme with ``max_dfa_states=20000``: 0.57 s against 6.3 s over its
+  first six instances).
 """
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Optional
 
 from ... import ir
+from ...budget import current_budget
 from ._fsm import DFA, TooLarge, as_expr, canonical_key, intersection_dfa, paths_dfa
 from ._rx import Rx, lit, seq
 from ._scalars import QUOTE, string_piece, string_terminal
@@ -33,7 +39,9 @@ STRING_CHUNK = 16  # code points per lexeme when a long string is split
 MAX_COUNT_RANGE = 10_000  # chunk counts (and item counts) enforced exactly up to this
 MAX_THREAD_RULES = 5_000  # rules of one threaded string
 MAX_THREAD_TERMINALS = 400
-BIG_PATTERN = 256  # code-point automaton states from which a pattern alone is chunked (x 17-27 in bytes)
+# byte automaton states per code-point state of a pattern as one lexeme (every code point also an escape;
+# measured 6-30): a pattern whose code-point automaton passes ``max_dfa_states`` / this is chunked
+BYTE_STATES_PER_STATE = 32
 MAX_CHUNK_STATES = 64  # a chunk lexeme's code-point automaton (x 25-45 in bytes with its escapes), else shorter chunks
 
 
@@ -66,13 +74,14 @@ def threaded_string(b: "Builder", langs: list[Rx], lo: int, hi: Optional[int], w
 def chunked_pattern(b: "Builder", langs: list[Rx], lo: int, hi: Optional[int]) -> Optional[ir.Expr]:
     """``langs`` (with length bounds) as chunk lexemes when their automaton is big; ``None`` when it is small
     (one lexeme serves) or chunks do not keep it small (the caller builds one lexeme, as before)."""
-    if sum(_count_span(x) for x in langs) <= BIG_PATTERN:  # a bound on the automaton's size, without building it
+    big = current_budget().config.max_dfa_states // BYTE_STATES_PER_STATE
+    if sum(_count_span(x) for x in langs) <= big:  # a bound on the automaton's size, without building it
         return None
     try:
         d = intersection_dfa(langs)
     except TooLarge:
         return None
-    if d is None or d.n <= BIG_PATTERN:
+    if d is None or d.n <= big:
         return None
     # chunks of a code point or two would make most tokens cross lexemes: one big lexeme serves better
     return _thread_chunks(b, d, lo, hi, (STRING_CHUNK, 8, 4), bounded_rest=True)
