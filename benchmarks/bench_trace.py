@@ -538,32 +538,45 @@ def part_json(ctx: Context) -> dict:
     return result
 
 
-def part_schemas(ctx: Context) -> dict:
+def _schema_engines(ctx: Context, schema: dict) -> dict:
+    """Our two paths and the peers, each having compiled ``schema`` (an engine that refused it: its error)."""
     import llguidance
 
+    try:
+        engines = _ours(ctx, schema, "json_schema")
+    except Exception as e:  # noqa: BLE001 - a schema we refuse is reported beside the peers
+        engines = {"ours parts": f"{type(e).__name__}: {e}"}
+    engines.update(_peers(ctx, lambda c: c.compile_json_schema(json.dumps(schema)),
+                          lambda: llguidance.LLMatcher.grammar_from_json_schema(
+                              schema, defaults={"whitespace_flexible": True})))
+    return engines
+
+
+def part_schemas(ctx: Context) -> dict:
     out = {}
     for name, (schema, _) in SCHEMAS.items():
         instances = schema_instances(name, ctx.args.instances)
         token_docs = [ctx.tokens(d) for d in instances]
-        engines = _ours(ctx, schema, "json_schema")
-        engines.update(_peers(ctx, lambda c: c.compile_json_schema(json.dumps(schema)),
-                              lambda: llguidance.LLMatcher.grammar_from_json_schema(
-                                  schema, defaults={"whitespace_flexible": True})))
-        rows = {}
-        for ename, engine in engines.items():
-            if isinstance(engine, str):
-                rows[ename] = {"error": engine}
-                continue
-            try:
-                per_doc = run_trace(engine, token_docs)
-            except AssertionError as e:
-                rows[ename] = {"error": f"rejected an instance: {e}"}
-                continue
-            rows[ename] = {"first": stats_us(per_doc[:10]), "last": stats_us(per_doc[-25:]), "all": stats_us(per_doc),
-                           "compile_ms": engine.compile_ms,
-                           "compile_and_first_ms": engine.compile_ms + 1e3 * sum(map(sum, per_doc[:10]))}
-        out[name] = rows
+        out[name] = _rows(_schema_engines(ctx, schema), token_docs, lambda engine, per_doc: {
+            "first": stats_us(per_doc[:10]), "last": stats_us(per_doc[-25:]), "all": stats_us(per_doc),
+            "compile_ms": engine.compile_ms,
+            "compile_and_first_ms": engine.compile_ms + 1e3 * sum(map(sum, per_doc[:10]))})
     return out
+
+
+def _rows(engines: dict, token_docs: list[list[int]], row: Callable[[object, list], dict]) -> dict:
+    """Per engine, ``row(engine, its step times per document)``, or its error: a grammar it refused, or a token
+    of an instance it rejected (reported, not fatal)."""
+    rows = {}
+    for name, engine in engines.items():
+        if isinstance(engine, str):
+            rows[name] = {"error": engine[:200]}
+            continue
+        try:
+            rows[name] = row(engine, run_trace(engine, token_docs))
+        except Exception as e:  # noqa: BLE001
+            rows[name] = {"error": f"{type(e).__name__}: {str(e)[:150]}"}
+    return rows
 
 
 # string patterns as real-world schemas write them, each the whole schema ({"type": "string", "pattern": ...})
@@ -584,7 +597,6 @@ def part_patterns(ctx: Context) -> dict:
     """Each pattern alone: compile, then its instances (our grammar's samples that ``jsonschema`` accepts;
     the same token ids for every engine), cold: per-request grammars."""
     import jsonschema
-    import llguidance
 
     from kbnf_gpu.frontends import parse_grammar
     from kbnf_gpu.frontends.json_schema.sample import sample_texts
@@ -600,26 +612,9 @@ def part_patterns(ctx: Context) -> dict:
             continue
         texts = [t for t in dict.fromkeys(texts) if jsonschema.Draft202012Validator(schema).is_valid(json.loads(t))]
         token_docs = [ctx.tokens(t) for t in texts[: min(ctx.args.instances, 6)]]
-        try:
-            engines = _ours(ctx, schema, "json_schema")
-        except Exception as e:  # noqa: BLE001
-            engines = {"ours parts": f"{type(e).__name__}: {e}"}
-        engines.update(_peers(ctx, lambda c: c.compile_json_schema(json.dumps(schema)),
-                              lambda: llguidance.LLMatcher.grammar_from_json_schema(
-                                  schema, defaults={"whitespace_flexible": True})))
-        rows = {}
-        for ename, engine in engines.items():
-            if isinstance(engine, str):
-                rows[ename] = {"error": engine[:200]}
-                continue
-            try:
-                per_doc = run_trace(engine, token_docs)
-            except Exception as e:  # noqa: BLE001 - a peer that fails on an instance is reported
-                rows[ename] = {"error": f"{type(e).__name__}: {str(e)[:150]}"}
-                continue
-            rows[ename] = {**stats_us(per_doc), "compile_ms": engine.compile_ms,
-                           "compile_and_steps_ms": engine.compile_ms + 1e3 * sum(map(sum, per_doc))}
-        out[name] = rows
+        out[name] = _rows(_schema_engines(ctx, schema), token_docs, lambda engine, per_doc: {
+            **stats_us(per_doc), "compile_ms": engine.compile_ms,
+            "compile_and_steps_ms": engine.compile_ms + 1e3 * sum(map(sum, per_doc))})
     return out
 
 
@@ -641,16 +636,7 @@ def part_gbnf(ctx: Context) -> dict:
         engines = _ours(ctx, case["grammar"], "gbnf")
         engines.update(_peers(ctx, lambda c: c.compile_grammar(case["grammar"]),
                               lambda: llguidance.LLMatcher.grammar_from_lark(gbnf_to_lark(case["grammar"]))))
-        rows = {}
-        for ename, engine in engines.items():
-            if isinstance(engine, str):
-                rows[ename] = {"error": engine[:200]}
-                continue
-            try:
-                rows[ename] = stats_us(run_trace(engine, token_docs))
-            except AssertionError as e:
-                rows[ename] = {"error": str(e)[:200]}
-        out[case["id"]] = rows
+        out[case["id"]] = _rows(engines, token_docs, lambda engine, per_doc: stats_us(per_doc))
     return out
 
 

@@ -1177,11 +1177,7 @@ def test_lookaheads_beside_counts_are_automata_and_exact(pattern: str, pieces: l
 
 def _expr_terminals(e: Any) -> list:
     """The terminals of a grammar expression."""
-    if isinstance(e, ir.Terminal):
-        return [e]
-    children = getattr(e, "items", None) or getattr(e, "alternatives", None) or (
-        (e.item,) if hasattr(e, "item") else ())
-    return [t for x in children for t in _expr_terminals(x)]
+    return [e] if isinstance(e, ir.Terminal) else [t for x in ir.children(e) for t in _expr_terminals(x)]
 
 @needs_check
 def test_numbers_details() -> None:

@@ -285,3 +285,44 @@ def test_differential_against_python_re(pattern: str) -> None:
         assert (status == "complete") == want, (pattern, text, status)
 
     run()
+
+
+_FAR = [  # (pattern, texts built around its counts)
+    ("a{64,70}", ["a" * n for n in (0, 63, 64, 65, 70, 71)] + ["a" * 64 + "b"]),
+    ("x(ab){64}c?", ["x" + "ab" * n + c for n in (63, 64, 65) for c in ("", "c", "cc")]),
+    (".{0,100}z", ["q" * n + "z" for n in (0, 99, 100, 101)] + ["é" * 100 + "z", "\n" * 3 + "z"]),
+    ("(?s).{0,100}z", ["\n" * 3 + "z", "\n" * 101 + "z"]),
+    ("(?i)k[a-c]{70,}", ["K" + "aBc" * 23 + c for c in ("", "a", "ab", "x")]),
+    (r"(\d{3}-){64,66}\d", ["123-" * n + "9" for n in (63, 64, 66, 67)] + ["123-" * 64 + "٣"]),
+    ("b{64}", ["b" * 64, "b" * 63, "b" * 65]),
+]
+
+
+@pytest.mark.parametrize("pattern, texts", _FAR)
+def test_far_counts_are_grammar_repetitions_and_exact(pattern: str, texts: list[str]) -> None:
+    """A top-level repetition counting 64 or more becomes a grammar ``Repetition`` of its item's lexeme (one
+    lexeme's automaton would hold a copy per count); the language stays the regex's."""
+    g = parse_regex(pattern)
+    body = g.rules[0].body
+    assert any(isinstance(x, ir.Repetition) for x in (body, *ir.children(body))), body
+    status_of = _checker(g)
+    verdicts = set()
+    for text in texts:
+        want = regex.fullmatch(pattern, text) is not None
+        verdicts.add(want)
+        assert (status_of(text) == "complete") == want, (pattern, text)
+    assert verdicts == {True, False} or pattern.startswith("(?s)")
+
+
+@pytest.mark.parametrize("pattern", ["a{64}(?=a)a*", r"\ba{70}", "a{70}$\n?", "(?m)a{70}\n^b"])
+def test_far_counts_beside_anchors_or_lookarounds_stay_one_lexeme(pattern: str) -> None:
+    """An anchor or a lookaround could look across the pieces: such a pattern stays one lexeme."""
+    assert isinstance(_pattern(parse_regex(pattern)), ir.Pattern)
+
+
+def test_far_count_of_any_character_compiles() -> None:
+    """``.{0,2000}`` as one lexeme passed ``max_dfa_states`` (a copy of the UTF-8 states per count)."""
+    from kbnf_gpu.normalize import normalize
+
+    bnf = normalize(parse_regex(".{0,2000}"))
+    assert max(d.n_states for d in bnf.dfas) < 1000

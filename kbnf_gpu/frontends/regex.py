@@ -68,9 +68,83 @@ def parse_regex(pattern: str, flags: str = "") -> ir.Grammar:
         if e.offset is None:
             raise GrammarError(e.message) from None
         raise GrammarError(e.message, text=pattern, offset=e.offset) from None
-    body = ir.Terminal(term, name="REGEX", span=ir.Span(1, 1))
+    body = _counted_apart(term) or ir.Terminal(term, name="REGEX", span=ir.Span(1, 1))
     rule = ir.Rule("start", body, span=ir.Span(1, 1))
     return ir.Grammar((rule,), "start", "regex", "eos", source=pattern)
+
+
+FAR_COUNT = 64  # a top-level repetition counting this far is a grammar repetition, not part of the one lexeme
+
+
+def _counted_apart(term: ir.Pattern) -> ir.Expr | None:
+    """``term`` as a sequence of lexemes when its top level concatenates a repetition that counts far
+    (``.{0,2000}``, ``(\\d{3}-){1,100}``): the repetition becomes a grammar ``Repetition`` of its item's
+    lexeme, which the grammar's blocks of copies serve (``normalize``), where one lexeme's automaton grows
+    with the count (a copy of every UTF-8 and class state per count: ``.{0,2000}`` passed ``max_dfa_states``).
+    The language is the same (the parser takes every split between lexemes). ``None`` when there is none, or
+    when an anchor or a lookaround could look across the pieces."""
+    bits = (re.IGNORECASE if "i" in term.flags else 0) | (re.DOTALL if "s" in term.flags else 0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            tree = _sre.parse(term.source, bits)
+        except re.error:  # a variable-width lookbehind: Python's parser refuses what ours reads
+            return None
+    items = list(_flat_groups(tree))
+    if not any(_count(op, av) >= FAR_COUNT for op, av in items) or _guarded(tree):
+        return None
+    writer = _Writer()
+    parts: list[ir.Expr] = []
+    pending: list = []
+
+    def lexeme(source: str) -> ir.Terminal:
+        return ir.Terminal(ir.Pattern(source, term.flags), name="REGEX", span=ir.Span(1, 1))
+
+    for op, av in items:
+        if _count(op, av) < FAR_COUNT:
+            pending.append((op, av))
+            continue
+        if pending:
+            parts.append(lexeme(writer.seq(pending, False)))
+            pending = []
+        lo, hi, item = av
+        parts.append(ir.Repetition(lexeme(writer.atom(item, False)), lo, None if hi == _c.MAXREPEAT else hi))
+    if pending:
+        parts.append(lexeme(writer.seq(pending, False)))
+    return parts[0] if len(parts) == 1 else ir.Sequence(tuple(parts))
+
+
+def _count(op, av) -> int:
+    """How far a repetition item counts (its bound, or its minimum when unbounded); 0 for other items."""
+    if op is not _c.MAX_REPEAT and op is not _c.MIN_REPEAT:
+        return 0
+    lo, hi, _ = av
+    return lo if hi == _c.MAXREPEAT else hi
+
+
+def _flat_groups(items):
+    """The items of a sequence with plain groups opened (``(?:ab)c`` is ``a``, ``b``, ``c``)."""
+    for op, av in items:
+        if op is _c.SUBPATTERN and not av[1] and not av[2]:
+            yield from _flat_groups(av[3])
+        else:
+            yield op, av
+
+
+def _guarded(items) -> bool:
+    """Does the tree hold an anchor or a lookaround (or a back reference) anywhere?"""
+    stack = [items]
+    while stack:
+        for op, av in stack.pop():
+            if op in (_c.AT, _c.ASSERT, _c.ASSERT_NOT, _c.GROUPREF, _c.GROUPREF_EXISTS):
+                return True
+            if op is _c.SUBPATTERN:
+                stack.append(av[3])
+            elif op in (_c.MAX_REPEAT, _c.MIN_REPEAT):
+                stack.append(av[2])
+            elif op is _c.BRANCH:
+                stack.extend(av[1])
+    return False
 
 
 def translate_regex(source: str, flags: str = "", *, strip_anchors: bool = True) -> ir.Pattern:

@@ -102,31 +102,12 @@ def nullable(x: Rx) -> bool:
     raise TypeError(type(x))
 
 
-def holds_automaton(x: Rx) -> bool:
-    """Is an ``Automaton`` part of ``x``?"""
-    stack: list[RegExpr] = [] if x is None else [x]
-    while stack:
-        e = stack.pop()
-        if isinstance(e, Automaton):
-            return True
-        if isinstance(e, Concat):
-            stack.extend(e.parts)
-        elif isinstance(e, Alternation):
-            stack.extend(e.options)
-        elif isinstance(e, Repeat):
-            stack.append(e.item)
-    return False
-
-
-def size(x: Rx) -> int:
-    """Number of nodes (a cost measure for generated expressions)."""
-    if x is None:
-        return 1
-    n = 0
+def _nodes(x: RegExpr):
+    """Every node of ``x`` (iteratively), an automaton's edge labels included."""
     stack: list[RegExpr] = [x]
     while stack:
         e = stack.pop()
-        n += 1
+        yield e
         if isinstance(e, Concat):
             stack.extend(e.parts)
         elif isinstance(e, Alternation):
@@ -135,4 +116,13 @@ def size(x: Rx) -> int:
             stack.append(e.item)
         elif isinstance(e, Automaton):
             stack.extend(label for _, label, _ in e.edges)
-    return n
+
+
+def holds_automaton(x: Rx) -> bool:
+    """Is an ``Automaton`` part of ``x``?"""
+    return x is not None and any(isinstance(e, Automaton) for e in _nodes(x))
+
+
+def size(x: Rx) -> int:
+    """Number of nodes (a cost measure for generated expressions)."""
+    return 1 if x is None else sum(1 for _ in _nodes(x))
