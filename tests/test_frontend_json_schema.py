@@ -1123,6 +1123,42 @@ def test_length_bounds_the_pattern_implies_are_dropped(schema: dict, lengths: li
     for n in lengths:
         assert chk.complete(json.dumps("k" * n)) == v.is_valid("k" * n), n
 
+
+@needs_check
+def test_format_with_length_bounds_counted_beside_its_automaton() -> None:
+    """A format with length bounds is one lexeme when the bounds, counted beside the format automaton's
+    states, keep it small (``ipv6`` with ``minLength: 3`` was 735 chunk lexemes, 8 s), and exact at them."""
+    ipv6 = Checker({"type": "string", "format": "ipv6", "minLength": 3, "maxLength": 64})
+    assert len(ipv6.grammar.rules) <= 2
+    assert ipv6.complete('"::1"') and ipv6.complete('"1:2:3:4:5:6:7:8"') and not ipv6.complete('"::"')
+    email = Checker({"type": "string", "format": "email", "maxLength": 40})
+    assert len(email.grammar.rules) <= 2
+    assert email.complete(json.dumps("a" * 34 + "@b.com")) and not email.complete(json.dumps("a" * 35 + "@b.com"))
+
+
+@needs_check
+def test_threaded_string_lexemes_are_bounded_in_all(monkeypatch) -> None:
+    """The chunk and tail lexemes of one threaded string stay under ``MAX_THREAD_STATES`` automaton states in
+    all, or shorter chunks are tried: ``format: hostname`` with ``maxLength: 40`` is threaded in chunks of 8
+    code points (in chunks of 16 it made ~90 lexemes, compiling twice as long), and exactly."""
+    sizes = []
+    thread = _long_strings._thread
+
+    def recording(b, d, lo, hi, C, bounded_rest=False):
+        result = thread(b, d, lo, hi, C, bounded_rest)
+        sizes.append(C)
+        return result
+
+    monkeypatch.setattr(_long_strings, "_thread", recording)
+    schema = {"type": "string", "format": "hostname", "maxLength": 40}
+    chk = Checker(schema)
+    monkeypatch.setattr(_long_strings, "MAX_THREAD_STATES", 10**6)
+    parse_json_schema(schema)
+    assert sizes == [8, 16]
+    for text, ok in [("a" * 40, True), ("a" * 41, False), ("a" * 19 + "." + "b" * 20, True), ("a.b-c", True),
+                     ("-a", False), ("a..b", False)]:
+        assert chk.complete(json.dumps(text)) == ok, text
+
 @needs_check
 def test_pattern_too_big_for_chunks_is_one_lexeme_without_chunk_work(monkeypatch) -> None:
     """An e-mail pattern that counts far on both sides: its chunk lexemes would pass ``MAX_THREAD_TERMINALS``,

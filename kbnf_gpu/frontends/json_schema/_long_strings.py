@@ -18,8 +18,10 @@
   chunk boundaries cost their first instances more token steps across
   lexemes than the one lexeme's rows do (measured: 330 vs 143 ms; a password
   pattern ``^(?=.*[A-Z])(?=.*[0-9])(?=.*[!@#]).{8,64}$``, 14,818 byte states
-  as one lexeme with ``max_dfa_states=20000``: 0.57 s against 6.3 s over its
-  first six instances).
+  as one lexeme with ``max_dfa_states=20000``: 0.6-0.7 s against 5.5-6.3 s
+  over its first six instances). Likewise ``threaded_string`` serves a
+  pattern with length bounds as one lexeme when the bounds, counted beside
+  the automaton's states, keep it small.
 """
 from __future__ import annotations
 
@@ -27,7 +29,7 @@ from typing import TYPE_CHECKING, Optional
 
 from ... import ir
 from ...budget import current_budget
-from ._fsm import DFA, TooLarge, as_expr, canonical_key, intersection_dfa, paths_dfa
+from ._fsm import DFA, TooLarge, as_expr, canonical_key, intersection_dfa, paths_dfa, to_regex
 from ._rx import Rx, lit, seq
 from ._scalars import QUOTE, string_piece, string_terminal
 from ._strings import encode, quoted
@@ -42,7 +44,13 @@ MAX_THREAD_TERMINALS = 400
 # byte automaton states per code-point state of a pattern as one lexeme (every code point also an escape;
 # measured 6-30): a pattern whose code-point automaton passes ``max_dfa_states`` / this is chunked
 BYTE_STATES_PER_STATE = 32
-MAX_CHUNK_STATES = 64  # a chunk lexeme's code-point automaton (x 25-45 in bytes with its escapes), else shorter chunks
+# a chunk lexeme: at most this many code-point automaton states (x 25-45 in bytes with its escapes), or else a
+# regular expression of at most this many nodes; or shorter chunks
+MAX_CHUNK_STATES = 64
+CHUNK_REGEX = 4_000
+# code-point automaton states of all the chunk and tail lexemes of one threaded string (x 25-45 in bytes): past
+# it, shorter chunks (``format: hostname`` with ``maxLength: 300`` made 480 chunk languages of 16 code points)
+MAX_THREAD_STATES = 2_000
 
 
 def threaded_string(b: "Builder", langs: list[Rx], lo: int, hi: Optional[int], where: str) -> Optional[ir.Expr]:
@@ -64,6 +72,15 @@ def threaded_string(b: "Builder", langs: list[Rx], lo: int, hi: Optional[int], w
     hi = None if hi is not None and longest is not None and hi >= longest else hi
     if lo == 0 and hi is None:
         return b.term(quoted(encode(as_expr(d))), "string")
+    # the bounds as a counter beside the automaton's states, when that still fits one lexeme (``format: ipv6``
+    # with ``minLength: 3``: one more count than the automaton has; threading its hundreds of states would not)
+    one = _one_lexeme_states()
+    if d.n * (max(lo, hi or 0) + 1) <= 16 * one:
+        bounded = paths_dfa(d, 0, lo, hi)
+        if bounded is None:
+            return None
+        if bounded.n <= one:
+            return b.term(quoted(encode(as_expr(bounded))), "string")
     threaded = _thread_chunks(b, d, lo, hi, (STRING_CHUNK, 8, 4, 2, 1))
     if threaded is not None:
         return threaded
@@ -74,7 +91,7 @@ def threaded_string(b: "Builder", langs: list[Rx], lo: int, hi: Optional[int], w
 def chunked_pattern(b: "Builder", langs: list[Rx], lo: int, hi: Optional[int]) -> Optional[ir.Expr]:
     """``langs`` (with length bounds) as chunk lexemes when their automaton is big; ``None`` when it is small
     (one lexeme serves) or chunks do not keep it small (the caller builds one lexeme, as before)."""
-    big = current_budget().config.max_dfa_states // BYTE_STATES_PER_STATE
+    big = _one_lexeme_states()
     if sum(_count_span(x) for x in langs) <= big:  # a bound on the automaton's size, without building it
         return None
     try:
@@ -85,6 +102,11 @@ def chunked_pattern(b: "Builder", langs: list[Rx], lo: int, hi: Optional[int]) -
         return None
     # chunks of a code point or two would make most tokens cross lexemes: one big lexeme serves better
     return _thread_chunks(b, d, lo, hi, (STRING_CHUNK, 8, 4), bounded_rest=True)
+
+
+def _one_lexeme_states() -> int:
+    """Code-point automaton states that one lexeme may have: its byte automaton stays under ``max_dfa_states``."""
+    return current_budget().config.max_dfa_states // BYTE_STATES_PER_STATE
 
 
 def _thread_chunks(b: "Builder", d: DFA, lo: int, hi: Optional[int], sizes: tuple[int, ...],
@@ -120,8 +142,12 @@ def _thread(b: "Builder", d: DFA, lo: int, hi: Optional[int], C: int, bounded_re
     """Rules ``(automaton state p, chunks so far j)``. Once the lower bound is met (``j >= J``, no upper bound)
     the rest from ``p`` is one tail lexeme, or with ``bounded_rest`` a tail of fewer than ``C`` code points
     or a chunk and the rest again (lexemes that stay small however far the automaton counts)."""
-    # each state at a chunk boundary gets its chunk lexemes, and with no lower bound its tail too: fail before
-    if len(_boundary_states(d, C, None if hi is None else hi // C)) * (2 if lo == 0 else 1) > MAX_THREAD_TERMINALS:
+    # fail before any work when the states at chunk boundaries would pass the bound: each one a chunk may still
+    # follow gets its chunk lexemes, and with no lower bound each one gets its tail too
+    needed = 0 if hi is not None and hi < C else len(_boundary_states(d, C, None if hi is None else hi // C - 1))
+    if lo == 0:
+        needed += len(_boundary_states(d, C, None if hi is None else hi // C))
+    if needed > MAX_THREAD_TERMINALS:
         raise TooLarge("string automaton too large")
     chunk_terms: dict[int, list[tuple[int, ir.Terminal]]] = {}
     end_terms: dict[tuple[int, int, Optional[int]], Optional[ir.Terminal]] = {}
@@ -129,6 +155,7 @@ def _thread(b: "Builder", d: DFA, lo: int, hi: Optional[int], C: int, bounded_re
     # expression and encoded once (the automaton work per position is small beside that); a chunk whose own
     # automaton is big makes the caller try shorter chunks
     by_language: dict[tuple, ir.Terminal] = {}
+    states = [0]  # of the languages in ``by_language``
     close = lit('"')
 
     def language_term(language: Optional[DFA], kind: str) -> Optional[ir.Terminal]:
@@ -137,9 +164,11 @@ def _thread(b: "Builder", d: DFA, lo: int, hi: Optional[int], C: int, bounded_re
         key = (kind, canonical_key(language))
         found = by_language.get(key)
         if found is None:
-            if language.n > MAX_CHUNK_STATES:
-                raise TooLarge("string chunk automaton too large")
-            r = encode(as_expr(language))
+            states[0] += language.n
+            if states[0] > MAX_THREAD_STATES:
+                raise TooLarge("string chunk automata too large")
+            # a chunk is small in states (kept as an automaton where its expression is not) or in expression
+            r = encode(as_expr(language) if language.n <= MAX_CHUNK_STATES else to_regex(language, CHUNK_REGEX))
             found = by_language[key] = b.term(seq(r, close) if kind == "string_tail" else r, kind)
         return found
 
