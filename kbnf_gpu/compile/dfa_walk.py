@@ -34,7 +34,7 @@ import numpy as np
 
 from ..automata.dfa import moore_classes
 from ..runtime.caches import lru_get
-from .token_sets import words_for
+from .token_sets import ids_to_bits
 from .token_trie import TokenTrie
 
 
@@ -847,10 +847,7 @@ def long_tokens(trie: TokenTrie, min_len: int) -> tuple[TokenTrie, np.ndarray]:
     ``uint32`` bitset (memoized per vocabulary)."""
     def build() -> tuple[TokenTrie, np.ndarray]:
         longer = trie.longer_than(min_len)
-        bits = np.zeros(words_for(trie.vocab_size), dtype=np.uint32)
-        ids = longer.row_ids.astype(np.int64)
-        np.bitwise_or.at(bits, ids >> 5, (np.uint32(1) << (ids & 31).astype(np.uint32)))
-        return longer, _frozen(bits)
+        return longer, _frozen(ids_to_bits(longer.row_ids, trie.vocab_size))
 
     return lru_get(_long_tries, _lock, (trie.fingerprint, min_len), _TRIE_CACHE_SIZE, build)
 

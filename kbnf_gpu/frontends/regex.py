@@ -133,18 +133,21 @@ def _flat_groups(items):
 
 def _guarded(items) -> bool:
     """Does the tree hold an anchor or a lookaround (or a back reference) anywhere?"""
+    return any(op in (_c.AT, _c.ASSERT, _c.ASSERT_NOT, _c.GROUPREF, _c.GROUPREF_EXISTS) for op, _ in _sre_items(items))
+
+
+def _sre_items(items):
+    """Every item of a parsed pattern, inside groups, repetitions and alternatives (not inside lookarounds)."""
     stack = [items]
     while stack:
         for op, av in stack.pop():
-            if op in (_c.AT, _c.ASSERT, _c.ASSERT_NOT, _c.GROUPREF, _c.GROUPREF_EXISTS):
-                return True
+            yield op, av
             if op is _c.SUBPATTERN:
                 stack.append(av[3])
             elif op in (_c.MAX_REPEAT, _c.MIN_REPEAT):
                 stack.append(av[2])
             elif op is _c.BRANCH:
                 stack.extend(av[1])
-    return False
 
 
 def translate_regex(source: str, flags: str = "", *, strip_anchors: bool = True) -> ir.Pattern:
@@ -236,18 +239,7 @@ def has_lazy_quantifier(source: str, flags: str = "") -> bool:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         tree = _sre.parse(source, _flag_bits(flags))
-    stack = [tree]
-    while stack:
-        for op, av in stack.pop():
-            if op is _c.MIN_REPEAT:
-                return True
-            if op is _c.MAX_REPEAT:
-                stack.append(av[2])
-            elif op is _c.SUBPATTERN:
-                stack.append(av[3])
-            elif op is _c.BRANCH:
-                stack.extend(av[1])
-    return False
+    return any(op is _c.MIN_REPEAT for op, _ in _sre_items(tree))
 
 
 # ------------------------------------------------------------------ flags

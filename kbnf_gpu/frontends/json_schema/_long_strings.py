@@ -174,11 +174,8 @@ def _thread(b: "Builder", d: DFA, lo: int, hi: Optional[int], C: int, bounded_re
 
     def chunks(p: int) -> list[tuple[int, ir.Terminal]]:
         if p not in chunk_terms:
-            reach = {p}
-            for _ in range(C):
-                reach = {t for q in reach for t in d.trans[q] if t >= 0}
             out = []
-            for q in sorted(reach):
+            for q in sorted(_after(d, {p}, C)):
                 t = language_term(paths_dfa(d, p, C, C, {q}), "string_chunk")
                 if t is not None:
                     out.append((q, t))
@@ -278,15 +275,19 @@ def _boundary_states(d: DFA, C: int, levels: Optional[int]) -> set[int]:
     frontier = {0}
     level = 0
     while frontier and (levels is None or level < levels):
-        reach = frontier
-        for _ in range(C):
-            reach = {t for q in reach for t in d.trans[q] if t >= 0}
-        frontier = reach - seen
+        frontier = _after(d, frontier, C) - seen
         seen |= frontier
         level += 1
         if len(seen) > MAX_THREAD_TERMINALS:
             break
     return seen
+
+
+def _after(d: DFA, states: set[int], n: int) -> set[int]:
+    """The states ``d`` reaches from ``states`` after exactly ``n`` code points."""
+    for _ in range(n):
+        states = {t for q in states for t in d.trans[q] if t >= 0}
+    return states
 
 
 def counted_string(b: "Builder", lo: int, hi: Optional[int], where: str) -> ir.Expr:

@@ -92,13 +92,12 @@ def _escape(x: Any) -> bool:
 def _automaton_walk(a: ir.Automaton, rnd: random.Random) -> list[Any]:
     """The labels along a random path of ``a`` from its start to an accepting state: random edges (that can
     still reach one) for a while, then a shortest way there."""
-    distance = {q: 0 for q in a.accepting}  # edges to an accepting state, backwards from them
-    frontier = set(a.accepting)
+    distance = {q: 0 for q in a.accepting}  # edges to an accepting state, breadth first backwards from them
+    frontier, level = set(a.accepting), 0
     while frontier:
-        reached = {p for p, _, q in a.edges if q in frontier and p not in distance}
-        for p in reached:
-            distance[p] = min(distance[q] for s, _, q in a.edges if s == p and q in frontier) + 1
-        frontier = reached
+        level += 1
+        frontier = {p for p, _, q in a.edges if q in frontier and p not in distance}
+        distance.update((p, level) for p in frontier)
     if 0 not in distance:
         raise ValueError("the automaton accepts nothing")
     out_edges: dict[int, list] = {}
