@@ -263,12 +263,15 @@ def test_fill_bitmask_layout(list_grammar, extra_words, numpy_view, monkeypatch)
     matchers[3].accept_token(EOS_ID)  # finished: an all-zero row
     bitmask = torch.full((6, width), -7, dtype=torch.int32)
     rows = [5, 0, 3, 1]
-    for m, r in zip(matchers, rows):
-        m.fill_bitmask(bitmask, r)
-    for m, r in zip(matchers, rows):
-        assert decode_bitmask_row(bitmask[r], size) == m.allowed_token_ids().tolist()
-        assert (bitmask[r, (size + 31) // 32 :] == 0).all()
-    assert (bitmask[[2, 4]] == -7).all(), "rows not named by index were written"
+    for again in (False, True):  # again: every mask's words are cached (a server's step; the short path)
+        if again:
+            bitmask.fill_(-7)
+        for m, r in zip(matchers, rows):
+            m.fill_bitmask(bitmask, r)
+        for m, r in zip(matchers, rows):
+            assert decode_bitmask_row(bitmask[r], size) == m.allowed_token_ids().tolist()
+            assert (bitmask[r, (size + 31) // 32 :] == 0).all()
+        assert (bitmask[[2, 4]] == -7).all(), "rows not named by index were written"
     assert decode_bitmask_row(bitmask[1], size) == []
     # default index 0 and the bit layout of a single known token
     one = torch.zeros((1, width), dtype=torch.int32)
@@ -296,6 +299,11 @@ def test_fill_bitmask_follows_a_reused_bitmask_whose_memory_changes(list_grammar
     assert (before == -5).all(), "written into the memory the tensor had before"
     m.fill_bitmask(bitmask[1:], 1)  # a slice: row 2 of the whole
     assert decode_bitmask_row(bitmask[2], size) == expected and (bitmask[0] == -7).all()
+    pointer = bitmask.data_ptr()
+    bitmask.resize_(1, width)  # the same memory, one row now: row 1 is no longer there
+    assert bitmask.data_ptr() == pointer
+    with pytest.raises(IndexError):
+        m.fill_bitmask(bitmask, 1)
 
 
 def test_fill_bitmask_sign_bit_and_high_ids():
