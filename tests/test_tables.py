@@ -560,44 +560,50 @@ def counters(draw) -> ArrayDFA:
 
 
 @FAST
-@given(st.one_of(dfas(max_states=8), counters()), st.integers(0, 3))
-def test_short_twins_act_alike_on_every_short_string(dfa, horizon):
-    """Two states share a twin iff on every string of at most ``horizon`` bytes both die after the same
-    prefixes and accept after the same ones; the twin is the least such state."""
+@given(st.one_of(dfas(max_states=8), counters()), st.lists(st.integers(0, 3), min_size=1, max_size=3))
+def test_short_twins_act_alike_on_every_short_string(dfa, horizons):
+    """For each horizon, two states share a twin iff on every string of at most that many bytes both die after
+    the same prefixes and accept after the same ones; the twin is the least such state (several horizons from
+    one refinement)."""
+    horizons = tuple(sorted(horizons))
     n = dfa.transitions.shape[0]
-    strings = [bytes(p) for k in range(horizon + 1) for p in itertools.product(ALPHABET, repeat=k)]
 
-    def behaviour(q: int) -> tuple:
+    def behaviour(q: int, horizon: int) -> tuple:
         out = []
-        for data in strings:
+        for data in (bytes(p) for k in range(horizon + 1) for p in itertools.product(ALPHABET, repeat=k)):
             s = q
             for byte in data:
                 s = int(dfa.transitions[s, byte]) if s >= 0 else -1
             out.append(-1 if s < 0 else int(dfa.accepting[s]))
         return tuple(out)
 
-    twins = dfa_walk.short_twins(dfa, horizon)
-    seen = {behaviour(q) for q in range(n)}
-    first = {}
-    for q in range(n):
-        first.setdefault(behaviour(q), q)
-    assert len(set(twins.tolist())) == len(seen)
-    assert twins.tolist() == [first[behaviour(q)] for q in range(n)]
+    ladder = dfa_walk.short_twins(dfa, horizons)
+    assert len(ladder) == len(horizons)
+    for horizon, twins in zip(horizons, ladder):
+        seen = {behaviour(q, horizon) for q in range(n)}
+        first = {}
+        for q in range(n):
+            first.setdefault(behaviour(q, horizon), q)
+        assert len(set(twins.tolist())) == len(seen)
+        assert twins.tolist() == [first[behaviour(q, horizon)] for q in range(n)]
 
 
 @FAST
-@given(st.one_of(dfas(max_states=8), counters()), dfas(), vocabs, st.integers(0, 3), st.booleans())
-def test_one_state_sets_from_short_twins_are_the_whole_tables(a, b, tokens, short, backwards):
-    """A state read one by one whose twin acts alike on every token of at most ``SHORT_TOKEN_BYTES`` bytes
-    (and one byte more) takes the twin's set for those tokens and walks only the longer ones: every state's
-    sets equal the whole tables' (canonical form included), whichever state of a pair is read first."""
+@given(st.one_of(dfas(max_states=8), counters()), dfas(), vocabs, st.lists(st.integers(0, 3), min_size=1, max_size=2),
+       st.booleans())
+def test_one_state_sets_from_short_twins_are_the_whole_tables(a, b, tokens, rungs, backwards):
+    """A state read one by one whose twin acts alike on every token of at most a rung of ``TWIN_TOKEN_BYTES``
+    bytes (and one byte more) takes the twin's set for those tokens and walks only the longer ones: every
+    state's sets equal the whole tables' (canonical form included), whichever state of a pair is read first."""
     from kbnf_gpu.compile import table_cache
 
     vocab = vocab_of(tokens)
     whole = (inside_sets(a, vocab, 3), cross_sets(a, b, vocab, 3), deep_sets(a, [lexeme_splits(b, vocab)], vocab, 3))
     n = a.transitions.shape[0]
+    rungs = tuple(sorted(set(rungs)))
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(table_cache, "SHORT_TOKEN_BYTES", short)
+        patch.setattr(table_cache, "TWIN_TOKEN_BYTES", rungs)
+        patch.setattr(table_cache, "SHORT_TOKEN_BYTES", rungs[0])
         patch.setattr(table_cache, "STATE_READS", 1 << 30)  # never the whole table
         cache = TableCache(sparse_limit=3)
         for q in (reversed(range(n)) if backwards else range(n)):

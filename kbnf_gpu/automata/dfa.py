@@ -285,21 +285,34 @@ def moore_classes(table: np.ndarray, accepting: np.ndarray, rounds: int) -> tupl
     round ``r`` iff the states act alike on every string of at most ``r`` symbols (die after the same
     prefixes, accept after the same ones); and whether the labels became stable (the coarsest equivalence).
     Each round is one ``unique`` over the rows of (label, successors' labels), compared as blobs of bytes."""
+    (labels, stable), = moore_snapshots(table, accepting, (rounds,))
+    return labels, stable
+
+
+def moore_snapshots(
+    table: np.ndarray, accepting: np.ndarray, rounds: tuple[int, ...]
+) -> list[tuple[np.ndarray, bool]]:
+    """:func:`moore_classes` after each of ``rounds`` (ascending) rounds, from one refinement."""
     n, k = table.shape
     sink = n  # explicit dead state, distinguishable from every live one
     T = np.vstack([np.where(table < 0, sink, table), np.full((1, k), sink, dtype=table.dtype)])
     labels = np.append(np.asarray(accepting).astype(np.int64), 2)
     count = len(set(labels.tolist()))
-    for _ in range(rounds):
-        sig = np.ascontiguousarray(np.column_stack([labels, labels[T]]), dtype=np.int64)
-        _, new = np.unique(sig.view(np.dtype((np.void, sig.itemsize * sig.shape[1]))).ravel(), return_inverse=True)
-        new = new.reshape(-1)
-        new_count = int(new.max()) + 1
-        labels = new
-        if new_count == count:
-            return labels, True
-        count = new_count
-    return labels, False
+    out: list[tuple[np.ndarray, bool]] = []
+    done = 0
+    for goal in rounds:
+        while done < goal:
+            sig = np.ascontiguousarray(np.column_stack([labels, labels[T]]), dtype=np.int64)
+            _, new = np.unique(sig.view(np.dtype((np.void, sig.itemsize * sig.shape[1]))).ravel(),
+                               return_inverse=True)
+            labels = new.reshape(-1)
+            new_count = int(labels.max()) + 1
+            done += 1
+            if new_count == count:  # stable: every later round gives the same classes
+                return out + [(labels, True)] * (len(rounds) - len(out))
+            count = new_count
+        out.append((labels, False))
+    return out
 
 
 def minimal_classes(table: np.ndarray, accepting: np.ndarray) -> np.ndarray:

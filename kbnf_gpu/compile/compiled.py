@@ -43,10 +43,11 @@ def prepare_vocabulary(vocab: Vocabulary) -> Vocabulary:
     server calls it at start-up (the integrations do), before its first request and before it freezes its heap."""
     from ..runtime.masks import byte_order
     from .dfa_walk import long_tokens
-    from .table_cache import SHORT_TOKEN_BYTES
+    from .table_cache import TWIN_TOKEN_BYTES
     from .tables import as_trie
 
-    long_tokens(as_trie(vocab), SHORT_TOKEN_BYTES)
+    for rung in TWIN_TOKEN_BYTES:
+        long_tokens(as_trie(vocab), rung)
     steppable_token_bytes(vocab)
     byte_order(vocab)
     return vocab

@@ -32,7 +32,7 @@ from typing import Protocol
 
 import numpy as np
 
-from ..automata.dfa import moore_classes
+from ..automata.dfa import moore_snapshots
 from ..runtime.caches import lru_get
 from .token_sets import ids_to_bits
 from .token_trie import TokenTrie
@@ -266,11 +266,47 @@ def _walk_threads(
         nodes.append(node)
         states.append(state)
         froms.append(origin)
+        if node.shape[0] <= _FEW_THREADS and int(trie.node_size[node].sum()) <= _FEW_ROWS:
+            # the deep, narrow end of long tokens: one Python pass beats a level of array calls per byte
+            for x, out in zip(_walk_few(trie, flat_t, node, state, origin), (nodes, states, froms)):
+                out.append(x)
+            break
         first, count = trie.first_child[node], trie.n_children[node]
     node, state, origin = (_cat(x) for x in (nodes, states, froms))
     in_q, in_t = _inside_pairs(trie, node, origin) if inside else (_EMPTY, _EMPTY)
     hit = np.flatnonzero(acc[state] & trie.node_passes[node])
     return in_q, in_t, node[hit], origin[hit]
+
+
+# threads whose nodes prefix this few tokens in all are walked to their ends in Python (each level of array calls
+# costs ~15 us; a long token's last bytes are levels of one or two threads)
+_FEW_THREADS = 16
+_FEW_ROWS = 24
+
+
+def _walk_few(
+    trie: TokenTrie, flat_t: np.ndarray, node: np.ndarray, state: np.ndarray, origin: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The (node, state, origin) threads below the given ones, depth first (what ``_walk_threads``'s later levels
+    would find, in another order)."""
+    first_child, n_children, node_byte = trie.first_child, trie.n_children, trie.node_byte
+    out_node: list[int] = []
+    out_state: list[int] = []
+    out_origin: list[int] = []
+    stack = list(zip(node.tolist(), state.tolist(), origin.tolist()))
+    while stack:
+        n, q, o = stack.pop()
+        first = int(first_child[n])
+        row = q * 256
+        for child in range(first, first + int(n_children[n])):
+            nxt = int(flat_t[row + int(node_byte[child])])
+            if nxt >= 0:
+                out_node.append(child)
+                out_state.append(nxt)
+                out_origin.append(o)
+                stack.append((child, nxt, o))
+    return (np.array(out_node, dtype=np.int32), np.array(out_state, dtype=np.int32),
+            np.array(out_origin, dtype=origin.dtype))
 
 
 def _walk_levels(
@@ -747,7 +783,7 @@ _first_byte_rows: "OrderedDict[str, np.ndarray]" = OrderedDict()
 _first_two_bytes_rows: "OrderedDict[str, tuple[np.ndarray, np.ndarray]]" = OrderedDict()
 _level_cache: "OrderedDict[str, tuple[np.ndarray, ...]]" = OrderedDict()
 _padded_tables: "OrderedDict[str, tuple[np.ndarray, np.ndarray]]" = OrderedDict()
-_twins: "OrderedDict[tuple[str, int], np.ndarray]" = OrderedDict()
+_twins: "OrderedDict[tuple[str, tuple[int, ...]], tuple[np.ndarray, ...]]" = OrderedDict()
 _long_tries: "OrderedDict[tuple[str, int], tuple[TokenTrie, np.ndarray]]" = OrderedDict()
 _lock = threading.Lock()
 
@@ -824,22 +860,25 @@ def _walk_one_state(trie: TokenTrie, dfa: DFALike, q: int) -> tuple[np.ndarray, 
     return result.inside_tokens, rows.astype(np.int64), result.events.depth[ev].astype(np.int64)
 
 
-def short_twins(dfa: DFALike, horizon: int) -> np.ndarray:
-    """``int32 [n]``: for each state, the least state that acts as it does on every string of at most
-    ``horizon`` bytes (dies after the same prefixes, accepts after the same ones): Moore's refinement
-    stopped after ``horizon`` rounds. A counter's positions far from its bound are twins, and a token that
-    short cannot tell them apart (memoized per DFA)."""
-    def build() -> np.ndarray:
+def short_twins(dfa: DFALike, horizons: tuple[int, ...]) -> tuple[np.ndarray, ...]:
+    """For each of ``horizons`` (ascending), ``int32 [n]``: for each state, the least state that acts as it does
+    on every string of at most that many bytes (dies after the same prefixes, accepts after the same ones):
+    Moore's refinement stopped after that many rounds, one refinement for all. A counter's positions far from
+    its bound are twins, and a token that short cannot tell them apart (memoized per DFA)."""
+    def build() -> tuple[np.ndarray, ...]:
         trans = np.asarray(dfa.transitions)
         n = trans.shape[0]
         by_byte = np.ascontiguousarray(trans.T)  # bytes every state treats alike: one column kept
         _, first = np.unique(by_byte.view(np.dtype((np.void, by_byte.itemsize * n))).reshape(-1), return_index=True)
-        block = moore_classes(trans[:, np.sort(first)], np.asarray(dfa.accepting), horizon)[0][:n]
-        least = np.full(int(block.max(initial=-1)) + 1, n, dtype=np.int64)
-        np.minimum.at(least, block, np.arange(n))
-        return _frozen(least[block].astype(np.int32))
+        out = []
+        for labels, _ in moore_snapshots(trans[:, np.sort(first)], np.asarray(dfa.accepting), horizons):
+            block = labels[:n]
+            least = np.full(int(block.max(initial=-1)) + 1, n, dtype=np.int64)
+            np.minimum.at(least, block, np.arange(n))
+            out.append(_frozen(least[block].astype(np.int32)))
+        return tuple(out)
 
-    return lru_get(_twins, _lock, (dfa.fingerprint, horizon), _WALK_CACHE_SIZE, build)
+    return lru_get(_twins, _lock, (dfa.fingerprint, horizons), _WALK_CACHE_SIZE, build)
 
 
 def long_tokens(trie: TokenTrie, min_len: int) -> tuple[TokenTrie, np.ndarray]:

@@ -47,8 +47,10 @@ STATE_READS = 16  # states of one table computed one by one in a process before 
 WHOLE_MAX_WIDTH = 10.0
 # A state read one by one whose twin on every string of this many bytes and one more (``short_twins``: a
 # counter's position far from its bound) takes the twin's set for the tokens no longer than that and walks only
-# the longer ones (on Llama-3, 11,890 of 128,256 tokens are longer than 10 bytes)
-SHORT_TOKEN_BYTES = 10
+# the longer ones (on Llama-3, 12,145 of 128,256 tokens are longer than 10 bytes, 1,566 longer than 16). The
+# rungs (ascending): the longest whose twin is another state serves (the parser's DEEP checks use the first)
+TWIN_TOKEN_BYTES = (10, 16)
+SHORT_TOKEN_BYTES = TWIN_TOKEN_BYTES[0]
 
 Table = Union["PackedSets", LexemeSplits]  # what the cache holds
 T = TypeVar("T", "PackedSets", LexemeSplits)
@@ -190,13 +192,18 @@ class TableCache:
             return table[q]
         if hit is None and reads >= STATE_READS and self._turns_whole(dfas[0], vocab):
             return whole()[q]
-        twin = q if hit is not None else int(self.short_twins(dfas[0])[q])
+        twin, rung = q, 0
+        if hit is None:
+            for rung, twins in reversed(tuple(zip(TWIN_TOKEN_BYTES, self._twin_ladder(dfas[0])))):
+                twin = int(twins[q])
+                if twin != q:
+                    break
         if twin == q:
             return self._get(kind, vocab, dfas, lambda trie: (one(trie, q),), persist=False, state=q)[0]
 
         def from_twin(trie: TokenTrie) -> tuple[TokenSet]:
             shared = self._one_state(kind, dfas, twin, vocab, whole, one)
-            longer, long_bits = long_tokens(trie, self.short_token_bytes)
+            longer, long_bits = long_tokens(trie, rung)
             bits = shared.to_bitset() & ~long_bits | one(longer, q).to_bitset()
             return (TokenSet.from_words(bits, trie.vocab_size, self.sparse_limit),)
 
@@ -209,7 +216,11 @@ class TableCache:
     def short_twins(self, dfa: DFALike) -> np.ndarray:
         """Each state's short twin: the least state alike on every token of at most ``SHORT_TOKEN_BYTES``
         bytes and on one byte more, which decides whether such a token ends alive (``dfa_walk.short_twins``)."""
-        return short_twins(dfa, self.short_token_bytes + 1)
+        return self._twin_ladder(dfa)[0]
+
+    def _twin_ladder(self, dfa: DFALike) -> tuple[np.ndarray, ...]:
+        """The twins of every rung of ``TWIN_TOKEN_BYTES``, from one refinement."""
+        return short_twins(dfa, tuple(n + 1 for n in TWIN_TOKEN_BYTES))
 
     def _turns_whole(self, dfa: DFALike, vocab: VocabularyLike | TokenTrie) -> bool:
         """May ``dfa``'s tables, once read state by state ``STATE_READS`` times, be computed whole: it has a state
