@@ -798,7 +798,10 @@ def test_llama3_converging_dfa_walks(llama3):
 
 # Walk strategies of ``walk_all_states`` (module knobs of dfa_walk): each must give the same tables.
 WALK_MODES = {
-    "threads": dict(_MERGE=False, _HEAVY_SHARE=2.0),
+    "threads": dict(_MERGE=False, _HEAVY_SHARE=2.0, _FEW_THREADS=-1),  # every level of threads as arrays
+    # threads whose tokens are few followed to their ends in Python (at once: every walk is such)
+    "threads, Python ends": dict(_MERGE=False, _HEAVY_SHARE=2.0),
+    "threads, Python ends at once": dict(_MERGE=False, _HEAVY_SHARE=2.0, _FEW_THREADS=10**9, _FEW_ROWS=10**9),
     "levels, chunks of 2": dict(_MERGE=False, _HEAVY_SHARE=-1.0, _LEVEL_CHUNK=2),
     "levels": dict(_MERGE=False, _HEAVY_SHARE=-1.0),
     # level blocks to the end, and level blocks that turn into threads after the first depth
