@@ -590,18 +590,23 @@ def test_short_twins_act_alike_on_every_short_string(dfa, horizons):
 
 @FAST
 @given(st.one_of(dfas(max_states=8), counters()), dfas(), vocabs, st.lists(st.integers(0, 3), min_size=1, max_size=2),
-       st.booleans())
-def test_one_state_sets_from_short_twins_are_the_whole_tables(a, b, tokens, rungs, backwards):
+       st.booleans(), st.sampled_from([-1, 3, 10**9]))
+def test_one_state_sets_from_short_twins_are_the_whole_tables(a, b, tokens, rungs, backwards, few):
     """A state read one by one whose twin acts alike on every token of at most a rung of ``TWIN_TOKEN_BYTES``
     bytes (and one byte more) takes the twin's set for those tokens and walks only the longer ones: every
-    state's sets equal the whole tables' (canonical form included), whichever state of a pair is read first."""
+    state's sets equal the whole tables' (canonical form included), whichever state of a pair is read first;
+    and so whether a walk's few last rows or threads go on as arrays (``few`` -1), in Python at once (10**9),
+    or in Python from the point where three are left."""
     from kbnf_gpu.compile import table_cache
 
     vocab = vocab_of(tokens)
     whole = (inside_sets(a, vocab, 3), cross_sets(a, b, vocab, 3), deep_sets(a, [lexeme_splits(b, vocab)], vocab, 3))
     n = a.transitions.shape[0]
     rungs = tuple(sorted(set(rungs)))
+    dfa_walk.clear_walk_cache()  # the one-state walks of an earlier example (another ``few``) are memoized
     with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(dfa_walk, "_FEW_ROWS", few)
+        patch.setattr(dfa_walk, "_FEW_THREADS", few)
         patch.setattr(table_cache, "TWIN_TOKEN_BYTES", rungs)
         patch.setattr(table_cache, "SHORT_TOKEN_BYTES", rungs[0])
         patch.setattr(table_cache, "STATE_READS", 1 << 30)  # never the whole table

@@ -848,6 +848,12 @@ def _walk_one_state(trie: TokenTrie, dfa: DFALike, q: int) -> tuple[np.ndarray, 
         order, _, longer = _longest_first(trie)
         ended, rows, ks = [], [], []
         for k, idx, state in _columns(trie, dfa, q):
+            if idx.shape[0] <= _FEW_ROWS:  # the last columns hold a few long rows: each run to its end
+                tail_ended, tail_rows, tail_ks = _rows_to_their_ends(trie, dfa, order, k, idx, state)
+                ended.append(tail_ended)
+                rows.append(tail_rows)
+                ks.append(tail_ks)
+                break
             going_on = np.searchsorted(idx, _more_than(longer, k))
             ended.append(idx[going_on:][state[going_on:] >= 0])
             hit_rows = order[idx[np.flatnonzero(np.take(acc, state[:going_on], mode="wrap"))]]  # acc[-1]: dead
@@ -858,6 +864,33 @@ def _walk_one_state(trie: TokenTrie, dfa: DFALike, q: int) -> tuple[np.ndarray, 
     result = walk_state(trie, dfa, q)
     ev, rows = result.events.candidates(trie, 1)
     return result.inside_tokens, rows.astype(np.int64), result.events.depth[ev].astype(np.int64)
+
+
+def _rows_to_their_ends(
+    trie: TokenTrie, dfa: DFALike, order: np.ndarray, k: int, idx: np.ndarray, state: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """What ``_walk_one_state``'s column loop finds from column ``k`` on, for the rows ``idx`` (in
+    ``_longest_first`` order) in ``state`` after ``k`` bytes, one row at a time in Python: (the rows that end
+    alive, as ``idx`` entries; the trie rows accepting strictly inside; after how many bytes)."""
+    flat_t, acc = _padded(dfa)
+    ended: list[int] = []
+    hit_rows: list[int] = []
+    hit_ks: list[int] = []
+    for i, s in zip(idx.tolist(), state.tolist()):
+        row = int(order[i])
+        start, length = int(trie.row_start[row]), int(trie.row_len[row])
+        j = k
+        while s >= 0:
+            if j == length:
+                ended.append(i)
+                break
+            if acc[s]:
+                hit_rows.append(row)
+                hit_ks.append(j)
+            s = int(flat_t[s * 256 + int(trie.flat[start + j])])
+            j += 1
+    return (np.array(ended, dtype=np.int64), np.array(hit_rows, dtype=np.int64),
+            np.array(hit_ks, dtype=np.int64))
 
 
 def short_twins(dfa: DFALike, horizons: tuple[int, ...]) -> tuple[np.ndarray, ...]:
