@@ -591,6 +591,12 @@ class EarleyParser:
 
     # ------------------------------------------------------------------ steps
 
+    @property
+    def byte_memo_get(self) -> Callable[[int], ParserState | None]:
+        """``step_byte``'s memo lookup, for a caller's hot loop: ``get(state.uid << 8 | byte)`` is the state after
+        the byte if this generation of the memo holds it, else ``None`` (then call ``step_byte``)."""
+        return self._byte_memo.get
+
     def step_byte(self, state: ParserState, byte: int) -> ParserState:
         """The state after one more byte (``DEAD`` if no reading survives)."""
         key = state.uid << 8 | byte  # an int key: no tuple for the garbage collector to track

@@ -313,6 +313,7 @@ class MaskBuilder:
             return [], []
         ordered, shared = self.order.walk_order(cand)
         step = self.parser.step_byte
+        memo_get = self.parser.byte_memo_get
         token_bytes = self.token_bytes
         alive: list[int] = []
         unknown: list[int] = []
@@ -329,7 +330,7 @@ class MaskBuilder:
             del path[j + 1:]
             s = path[j]
             for byte in data[j:] if j else data:
-                s = step(s, byte)
+                s = memo_get(s.uid << 8 | byte) or step(s, byte)  # the memo's current generation inline
                 path.append(s)
                 if s is DEAD or s is DEAD_UNKNOWN:
                     break
