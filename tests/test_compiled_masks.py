@@ -457,12 +457,14 @@ COUNTING_TOKENS = (('","', '","a', 'a","', '"]', 'a"]', '","ab1', 'ab","'), (";a
 
 
 @settings(max_examples=30, deadline=None)
-@given(which=st.integers(0, 2), data=st.data(), seed=st.integers(0, 2**16), short=st.integers(1, 5))
-def test_short_twins_serve_state_by_state_tables_and_deep_checks_exactly(which, data, seed, short):
-    """States alike on every token of at most ``SHORT_TOKEN_BYTES`` bytes (short twins) share those tokens'
-    table sets and DEEP verdicts, the longer tokens taken state by state: masks equal the reference walk's.
-    (Counters, every DFA taken as large, and tokens of 1-5 bytes counted as short, so that many states have
-    twins; tokens of the grammar's bytes, so that many cross lexemes.)"""
+@given(which=st.integers(0, 2), data=st.data(), seed=st.integers(0, 2**16), short=st.integers(1, 5),
+       second=st.integers(0, 3))
+def test_short_twins_serve_state_by_state_tables_and_deep_checks_exactly(which, data, seed, short, second):
+    """States alike on every token of at most a rung of ``TWIN_TOKEN_BYTES`` (short twins; the first rung also
+    for DEEP verdicts) share those tokens' table sets and DEEP verdicts, the longer tokens taken state by
+    state: masks equal the reference walk's. (Counters, every DFA taken as large, and tokens of 1-5 bytes
+    counted as short, with a second rung a few bytes longer or none, so that many states have twins; tokens
+    of the grammar's bytes, so that many cross lexemes.)"""
     from kbnf_gpu.compile import grammar_tables, table_cache
 
     alphabet = sorted(set(COUNTING_BYTES[which].encode()))
@@ -474,7 +476,7 @@ def test_short_twins_serve_state_by_state_tables_and_deep_checks_exactly(which, 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(grammar_tables, "PER_STATE_MIN", 1)
         patch.setattr(grammar_tables, "has_heavy_state", lambda trie, dfa: True)
-        patch.setattr(table_cache, "SHORT_TOKEN_BYTES", short)
+        patch.setattr(table_cache, "TWIN_TOKEN_BYTES", (short, short + second) if second else (short,))
         patch.setattr(table_cache, "STATE_READS", 1 << 30)
         compiled = compile_ir(counting_grammars()[which], vocab, fuse=False)
         walk_and_compare(compiled, random.Random(seed), walks=3, steps=16)

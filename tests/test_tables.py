@@ -608,7 +608,6 @@ def test_one_state_sets_from_short_twins_are_the_whole_tables(a, b, tokens, rung
         patch.setattr(dfa_walk, "_FEW_ROWS", few)
         patch.setattr(dfa_walk, "_FEW_THREADS", few)
         patch.setattr(table_cache, "TWIN_TOKEN_BYTES", rungs)
-        patch.setattr(table_cache, "SHORT_TOKEN_BYTES", rungs[0])
         patch.setattr(table_cache, "STATE_READS", 1 << 30)  # never the whole table
         cache = TableCache(sparse_limit=3)
         for q in (reversed(range(n)) if backwards else range(n)):

@@ -48,9 +48,9 @@ WHOLE_MAX_WIDTH = 10.0
 # A state read one by one whose twin on every string of this many bytes and one more (``short_twins``: a
 # counter's position far from its bound) takes the twin's set for the tokens no longer than that and walks only
 # the longer ones (on Llama-3, 12,145 of 128,256 tokens are longer than 10 bytes, 1,566 longer than 16). The
-# rungs (ascending): the longest whose twin is another state serves (the parser's DEEP checks use the first)
+# rungs (ascending): the longest whose twin is another state serves; the first is ``short_token_bytes``, the
+# parser's DEEP checks' twins
 TWIN_TOKEN_BYTES = (10, 16)
-SHORT_TOKEN_BYTES = TWIN_TOKEN_BYTES[0]
 
 Table = Union["PackedSets", LexemeSplits]  # what the cache holds
 T = TypeVar("T", "PackedSets", LexemeSplits)
@@ -211,10 +211,10 @@ class TableCache:
 
     @property
     def short_token_bytes(self) -> int:
-        return SHORT_TOKEN_BYTES
+        return TWIN_TOKEN_BYTES[0]
 
     def short_twins(self, dfa: DFALike) -> np.ndarray:
-        """Each state's short twin: the least state alike on every token of at most ``SHORT_TOKEN_BYTES``
+        """Each state's short twin: the least state alike on every token of at most ``short_token_bytes``
         bytes and on one byte more, which decides whether such a token ends alive (``dfa_walk.short_twins``)."""
         return self._twin_ladder(dfa)[0]
 

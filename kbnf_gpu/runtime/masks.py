@@ -284,7 +284,7 @@ class MaskBuilder:
         return rows, _frozen(extras) if extras is not _EMPTY else extras, unknown
 
     def _check_by_twin(self, state: ParserState, cand: np.ndarray) -> tuple[list[int], list[int]]:
-        """``_check``, where the verdicts of the short candidates (at most ``SHORT_TOKEN_BYTES`` bytes) are the
+        """``_check``, where the verdicts of the short candidates (at most ``short_token_bytes`` bytes) are the
         state's *twin*'s: its pairs' DFA states replaced by their short twins, which act alike on those tokens
         (a counter's positions far from its bound: one twin for them all, its verdicts checked once)."""
         twin = self.parser.with_lexer_states(state, self.tables.short_twins)

@@ -101,23 +101,21 @@ class Matcher:
     def fill_bitmask(self, bitmask: "torch.Tensor", index: int = 0) -> None:
         """Write the allowed set into row ``index`` of an int32 ``[B, ceil(V/32)]`` bitmask."""
         top = self._top
-        tensor, pointer, rows = _last_rows
-        if tensor is bitmask and not top.finished:
-            # a server's step: the same bitmask as last time and a state whose packed mask is cached
+        rows = _numpy_rows(bitmask)
+        if rows is not None and not top.finished:
+            # a server's step: a state whose packed mask is cached, as wide as the row (so wide enough)
             mask = top.state.mask
             words = None if mask is None else mask.words
-            if (words is not None and words.shape[0] == rows.shape[1] and bitmask.data_ptr() == pointer
-                    and rows.shape == bitmask.shape):
+            if words is not None and words.shape[0] == rows.shape[1]:
                 rows[index] = words
                 return
-        rows = _numpy_rows(bitmask)
         width = bitmask.shape[1] if rows is None else rows.shape[1]
         vocab_size = self.compiled.vocab.size
         if width * 32 < vocab_size:
             raise ValueError(f"bitmask rows hold {width * 32} tokens; the vocabulary has {vocab_size} "
                              f"(use {(vocab_size + 31) // 32} int32 words per row)")
         # ``words`` has ceil(V / 32) <= width entries; words beyond them are zeroed
-        words = None if self._top.finished else self.compiled.bitmask_words(self._top.state)
+        words = None if top.finished else self.compiled.bitmask_words(top.state)
         if rows is not None:
             if words is None:
                 rows[index] = 0
