@@ -38,7 +38,7 @@ from kbnf_gpu.frontends import parse_grammar
 from kbnf_gpu.frontends.json_schema import JsonSchemaWarning, _long_strings, parse_json_schema
 from kbnf_gpu.frontends.json_schema._pattern import PatternError, pattern_language
 from kbnf_gpu.frontends.json_schema._pyre import to_python
-from kbnf_gpu.frontends.json_schema._fsm import canonical_key, intersection_dfa, paths_dfa
+from kbnf_gpu.frontends.json_schema._fsm import PathLanguages, canonical_key, intersection_dfa, minimize, paths_dfa
 from kbnf_gpu.frontends.json_schema._keys import other_keys
 from kbnf_gpu.frontends.json_schema._strings import CHAR, encode_text, quoted
 from kbnf_gpu.frontends.json_schema.formats import FORMATS, format_language
@@ -1078,6 +1078,37 @@ def test_chunk_languages_share_a_key_exactly_when_equal(pattern: str, C: int) ->
 
 
 @settings(max_examples=60, deadline=None)
+@given(small_patterns(), st.data())
+def test_path_languages_are_minimal_and_one_node_per_language(pattern: str, data) -> None:
+    """``PathLanguages``: over one shared DAG, each ``root(p, lo, hi, targets)`` accepts exactly the words of
+    ``lo`` to ``hi`` symbols leading the automaton from ``p`` into ``targets`` (every word up to ``hi + 1``
+    symbols walked), its automaton is minimal (``minimize`` merges nothing), and two roots are one node exactly
+    when their languages are equal."""
+    d = intersection_dfa([pattern_language(pattern)])
+    assume(d is not None)
+    languages = PathLanguages(d)
+    hi_max = 3 if len(d.symbols) <= 4 else 2
+    words = [w for n in range(hi_max + 2) for w in itertools.product(range(len(d.symbols)), repeat=n)]
+    by_node: dict[int, frozenset] = {}
+    for _ in range(12):
+        p = data.draw(st.integers(0, d.n - 1))
+        hi = data.draw(st.integers(0, hi_max))
+        lo = data.draw(st.integers(0, hi))
+        targets = set(data.draw(st.lists(st.integers(0, d.n - 1), max_size=3)))
+        expected = frozenset(w for w in words if lo <= len(w) <= hi and _walk_symbols(d, p, w) in targets)
+        node = languages.root(p, lo, hi, targets)
+        automaton = languages.dfa(node)
+        if automaton is None:
+            assert node == PathLanguages.EMPTY and not expected
+            continue
+        accepted = frozenset(w for w in words if (q := _walk_symbols(automaton, 0, w)) >= 0 and automaton.accept[q])
+        assert accepted == expected, (pattern, p, lo, hi, targets)
+        assert minimize(automaton).n == automaton.n
+        assert by_node.setdefault(node, expected) == expected
+    assert len(set(by_node.values())) == len(by_node)  # different nodes, different languages
+
+
+@settings(max_examples=60, deadline=None)
 @given(small_patterns(), st.integers(1, 4), st.one_of(st.none(), st.integers(0, 6)))
 def test_boundary_states_are_those_at_multiples_of_the_chunk(pattern: str, C: int, levels) -> None:
     """``_boundary_states``: the automaton's states after ``k * C`` code points for ``k <= levels`` (any ``k``
@@ -1166,6 +1197,7 @@ def test_pattern_too_big_for_chunks_is_one_lexeme_without_chunk_work(monkeypatch
     one lexeme, exactly."""
     calls = []
     monkeypatch.setattr(_long_strings, "paths_dfa", lambda *a: calls.append(a))
+    monkeypatch.setattr(_long_strings.PathLanguages, "root", lambda *a: calls.append(a))
     schema = {"type": "string", "pattern": r"^[a-z0-9._%+-]{1,64}@[a-z0-9.-]{1,255}\.[a-z]{2,}$"}
     chk = Checker(schema)
     assert not calls and len(chk.grammar.rules) <= 2

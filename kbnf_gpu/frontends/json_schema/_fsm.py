@@ -403,7 +403,9 @@ def paths_dfa(d: DFA, start: int, lo: int, hi: Optional[int], targets: Optional[
     ``lo <= len(w) <= hi`` leading ``d`` from ``start`` into ``targets`` (default: the accepting states);
     ``hi=None``: no upper bound."""
     targets = {q for q in range(d.n) if d.accept[q]} if targets is None else targets
-    top = hi if hi is not None else lo
+    if hi is not None:
+        languages = PathLanguages(d)
+        return languages.dfa(languages.root(start, lo, hi, targets))
     index: dict[tuple[int, int], int] = {(start, 0): 0}
     order = [(start, 0)]
     trans: list[list[int]] = []
@@ -416,10 +418,10 @@ def paths_dfa(d: DFA, start: int, lo: int, hi: Optional[int], targets: Optional[
         row = []
         for sym in range(len(d.symbols)):
             t = d.trans[q][sym]
-            if t < 0 or (hi is not None and n >= hi):
+            if t < 0:
                 row.append(-1)
                 continue
-            key = (t, min(n + 1, top) if hi is None else n + 1)
+            key = (t, min(n + 1, lo))
             j = index.get(key)
             if j is None:
                 if len(order) >= MAX_STATES:
@@ -429,6 +431,86 @@ def paths_dfa(d: DFA, start: int, lo: int, hi: Optional[int], targets: Optional[
             row.append(j)
         trans.append(row)
     return minimize(DFA(d.symbols, trans, accept))
+
+
+class PathLanguages:
+    """The languages of bounded-length paths through one automaton ``d`` (strings of ``lo`` to ``hi`` symbols
+    from a state into a set of states), each a node of one hash-consed DAG shared by all of them.
+
+    A node is ``(accepts, its children's nodes per symbol)``, interned, so two nodes are one exactly when their
+    languages are equal (by induction on the length left): a node's id is a canonical key of its language, and
+    the nodes under it are its minimal automaton, with no subset construction or minimization. A chunked
+    string asks for thousands of these (``format: hostname`` with ``maxLength: 255``: 2,097 chunk languages of
+    8 code points from each of 125 states), and most share their tails.
+    """
+
+    EMPTY = -1
+
+    def __init__(self, d: DFA) -> None:
+        self.d = d
+        self._ids: dict[tuple, int] = {}
+        self._nodes: list[tuple[bool, tuple[int, ...]]] = []
+        self._memo: dict[frozenset, dict[tuple[int, int, int], int]] = {}
+        self._dfas: dict[int, DFA] = {}
+
+    def root(self, start: int, lo: int, hi: int, targets: set[int]) -> int:
+        """The node of the strings of ``lo`` to ``hi`` symbols leading ``d`` from ``start`` into ``targets``
+        (``EMPTY`` if there are none)."""
+        memo = self._memo.setdefault(frozenset(targets), {})
+        trans, ids, nodes = self.d.trans, self._ids, self._nodes
+        first = (start, lo, hi)
+        stack = [first]
+        while stack:
+            key = stack[-1]
+            if key in memo:
+                stack.pop()
+                continue
+            s, need, room = key
+            children: tuple[int, ...] = ()
+            if room:
+                below = [None if t < 0 else (t, need - 1 if need else 0, room - 1) for t in trans[s]]
+                missing = [k for k in below if k is not None and k not in memo]
+                if missing:
+                    stack.extend(missing)
+                    continue
+                children = tuple([-1 if k is None else memo[k] for k in below])
+            accepts = not need and s in targets
+            if max(children, default=-1) < 0:
+                children = ()  # no way on, however much room is left: one node per language
+            if not accepts and not children:
+                memo[key] = self.EMPTY
+            else:
+                signature = (accepts, children)
+                found = ids.get(signature)
+                if found is None:
+                    if len(nodes) >= MAX_STATES:
+                        raise TooLarge("regular expressions too large to intersect (DFA state limit)")
+                    found = ids[signature] = len(nodes)
+                    nodes.append(signature)
+                memo[key] = found
+            stack.pop()
+        return memo[first]
+
+    def dfa(self, node: int) -> Optional[DFA]:
+        """The minimal automaton of ``node``'s language (``None`` for ``EMPTY``): the nodes under it, numbered
+        breadth first from it."""
+        if node == self.EMPTY:
+            return None
+        found = self._dfas.get(node)
+        if found is None:
+            number = {node: 0}
+            order = [node]
+            trans: list[list[int]] = []
+            for x in order:  # grows while it is walked
+                row = []
+                for child in self._nodes[x][1] or [-1] * len(self.d.symbols):
+                    if child >= 0 and child not in number:
+                        number[child] = len(order)
+                        order.append(child)
+                    row.append(number[child] if child >= 0 else -1)
+                trans.append(row)
+            found = self._dfas[node] = DFA(self.d.symbols, trans, [self._nodes[x][0] for x in order])
+        return found
 
 
 def canonical_key(d: DFA) -> tuple:

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Optional
 
 from ... import ir
 from ...budget import current_budget
-from ._fsm import DFA, TooLarge, as_expr, canonical_key, intersection_dfa, paths_dfa, to_regex
+from ._fsm import DFA, PathLanguages, TooLarge, as_expr, canonical_key, intersection_dfa, paths_dfa, to_regex
 from ._rx import Rx, lit, seq
 from ._scalars import QUOTE, string_piece, string_terminal
 from ._strings import encode, quoted
@@ -157,26 +157,32 @@ def _thread(b: "Builder", d: DFA, lo: int, hi: Optional[int], C: int, bounded_re
     by_language: dict[tuple, ir.Terminal] = {}
     states = [0]  # of the languages in ``by_language``
     close = lit('"')
+    languages = PathLanguages(d)  # bounded languages: a node is the key of its language
 
-    def language_term(language: Optional[DFA], kind: str) -> Optional[ir.Terminal]:
+    def language_term(key: tuple, language: Optional[DFA], kind: str) -> Optional[ir.Terminal]:
         if language is None:
             return None
-        key = (kind, canonical_key(language))
-        found = by_language.get(key)
+        found = by_language.get((kind, key))
         if found is None:
             states[0] += language.n
             if states[0] > MAX_THREAD_STATES:
                 raise TooLarge("string chunk automata too large")
             # a chunk is small in states (kept as an automaton where its expression is not) or in expression
             r = encode(as_expr(language) if language.n <= MAX_CHUNK_STATES else to_regex(language, CHUNK_REGEX))
-            found = by_language[key] = b.term(seq(r, close) if kind == "string_tail" else r, kind)
+            found = by_language[(kind, key)] = b.term(seq(r, close) if kind == "string_tail" else r, kind)
         return found
+
+    def bounded_term(start: int, lo_: int, hi_: int, targets: set[int], kind: str) -> Optional[ir.Terminal]:
+        node = languages.root(start, lo_, hi_, targets)
+        return language_term((node,), languages.dfa(node), kind)
+
+    accepting = {q for q in range(d.n) if d.accept[q]}
 
     def chunks(p: int) -> list[tuple[int, ir.Terminal]]:
         if p not in chunk_terms:
             out = []
             for q in sorted(_after(d, {p}, C)):
-                t = language_term(paths_dfa(d, p, C, C, {q}), "string_chunk")
+                t = bounded_term(p, C, C, {q}, "string_chunk")
                 if t is not None:
                     out.append((q, t))
             chunk_terms[p] = out
@@ -184,7 +190,12 @@ def _thread(b: "Builder", d: DFA, lo: int, hi: Optional[int], C: int, bounded_re
 
     def end(p: int, lo_: int, hi_: Optional[int]) -> Optional[ir.Terminal]:
         if (p, lo_, hi_) not in end_terms:
-            end_terms[(p, lo_, hi_)] = language_term(paths_dfa(d, p, lo_, hi_), "string_tail")
+            if hi_ is None:  # a loop: no node, its minimal automaton's canonical numbering is the key
+                language = paths_dfa(d, p, lo_, None)
+                found = language_term(canonical_key(language), language, "string_tail") if language else None
+            else:
+                found = bounded_term(p, lo_, hi_, accepting, "string_tail")
+            end_terms[(p, lo_, hi_)] = found
         return end_terms[(p, lo_, hi_)]
 
     names: dict[tuple[int, int], str] = {}
