@@ -1171,24 +1171,63 @@ def test_format_with_length_bounds_counted_beside_its_automaton() -> None:
 def test_threaded_string_lexemes_are_bounded_in_all(monkeypatch) -> None:
     """The chunk and tail lexemes of one threaded string stay under ``MAX_THREAD_STATES`` automaton states in
     all, or shorter chunks are tried: ``format: hostname`` with ``maxLength: 40`` is threaded in chunks of 8
-    code points (in chunks of 16 it made ~90 lexemes, compiling twice as long), and exactly."""
+    code points (in chunks of 16 it made ~90 lexemes, compiling twice as long), and exactly. Chunks of 16 are
+    refused before any of their expressions is written (their automata are counted first)."""
     sizes = []
+    written = []  # the chunk and tail languages written as expressions
     thread = _long_strings._thread
+    as_expr = _long_strings.as_expr
 
     def recording(b, d, lo, hi, C, bounded_rest=False):
-        result = thread(b, d, lo, hi, C, bounded_rest)
+        before = len(written)
+        try:
+            result = thread(b, d, lo, hi, C, bounded_rest)
+        except _long_strings.TooLarge:
+            assert len(written) == before, C
+            raise
         sizes.append(C)
         return result
 
     monkeypatch.setattr(_long_strings, "_thread", recording)
+    monkeypatch.setattr(_long_strings, "as_expr", lambda language: written.append(language) or as_expr(language))
     schema = {"type": "string", "format": "hostname", "maxLength": 40}
     chk = Checker(schema)
+    assert written
     monkeypatch.setattr(_long_strings, "MAX_THREAD_STATES", 10**6)
     parse_json_schema(schema)
     assert sizes == [8, 16]
     for text, ok in [("a" * 40, True), ("a" * 41, False), ("a" * 19 + "." + "b" * 20, True), ("a.b-c", True),
                      ("-a", False), ("a..b", False)]:
         assert chk.complete(json.dumps(text)) == ok, text
+
+@needs_check
+def test_format_with_a_length_too_long_to_thread_is_refused_before_chunk_work(monkeypatch) -> None:
+    """``format: uri`` with ``maxLength: 2048``: chunks of 4, 2 or 1 code points would need a rule per
+    (automaton state, chunks so far) past ``MAX_THREAD_RULES``, which the states at each boundary show before
+    any chunk is written; the schema is refused with an error that names the place and the keywords, and
+    ``strict=False`` keeps the length bound alone."""
+    attempts: dict[int, int] = {}
+    written = []
+    thread = _long_strings._thread
+    as_expr = _long_strings.as_expr
+
+    def recording(b, d, lo, hi, C, bounded_rest=False):
+        before = len(written)
+        try:
+            return thread(b, d, lo, hi, C, bounded_rest)
+        finally:
+            attempts[C] = len(written) - before
+
+    monkeypatch.setattr(_long_strings, "_thread", recording)
+    monkeypatch.setattr(_long_strings, "as_expr", lambda language: written.append(language) or as_expr(language))
+    schema = {"type": "object", "properties": {"home": {"type": "string", "format": "uri", "maxLength": 2048}}}
+    with pytest.raises(GrammarError, match=r"maxLength.*too complex.*/properties/home"):
+        parse_json_schema(schema)
+    assert attempts.keys() >= {4, 2, 1} and all(attempts[C] == 0 for C in (4, 2, 1)), attempts
+    with pytest.warns(JsonSchemaWarning, match="too complex"):
+        loose = Checker(schema, strict=False)
+    assert loose.complete(json.dumps({"home": "x" * 2048})) and not loose.complete(json.dumps({"home": "x" * 2049}))
+
 
 @needs_check
 def test_pattern_too_big_for_chunks_is_one_lexeme_without_chunk_work(monkeypatch) -> None:

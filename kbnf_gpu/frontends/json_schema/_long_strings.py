@@ -144,11 +144,21 @@ def _thread(b: "Builder", d: DFA, lo: int, hi: Optional[int], C: int, bounded_re
     or a chunk and the rest again (lexemes that stay small however far the automaton counts)."""
     # fail before any work when the states at chunk boundaries would pass the bound: each one a chunk may still
     # follow gets its chunk lexemes, and with no lower bound each one gets its tail too
-    needed = 0 if hi is not None and hi < C else len(_boundary_states(d, C, None if hi is None else hi // C - 1))
+    boundary = set() if hi is not None and hi < C else _boundary_states(d, C, None if hi is None else hi // C - 1)
+    needed = len(boundary)
     if lo == 0:
         needed += len(_boundary_states(d, C, None if hi is None else hi // C))
     if needed > MAX_THREAD_TERMINALS:
         raise TooLarge("string automaton too large")
+    if hi is not None:  # one rule per (state, chunks so far): the states at each boundary, counted
+        rules, level = 0, {0}
+        for _ in range(hi // C + 1):
+            rules += len(level)
+            if rules > MAX_THREAD_RULES or not level:
+                break
+            level = _after(d, level, C)
+        if rules > MAX_THREAD_RULES:
+            raise TooLarge("string automaton too large")
     chunk_terms: dict[int, list[tuple[int, ir.Terminal]]] = {}
     end_terms: dict[tuple[int, int, Optional[int]], Optional[ir.Terminal]] = {}
     # a counter's positions far from its bounds have chunks of one language: each language is written as an
@@ -177,6 +187,18 @@ def _thread(b: "Builder", d: DFA, lo: int, hi: Optional[int], C: int, bounded_re
         return language_term((node,), languages.dfa(node), kind)
 
     accepting = {q for q in range(d.n) if d.accept[q]}
+    # fail before writing any chunk when their automata together would pass the bound (a node is cheap; a
+    # chunk's expression and encoding are not): the chunk languages from every state at a chunk boundary
+    chunk_nodes = {PathLanguages.EMPTY}
+    chunk_states = 0
+    for p in boundary:
+        for q in _after(d, {p}, C):
+            node = languages.root(p, C, C, {q})
+            if node not in chunk_nodes:
+                chunk_nodes.add(node)
+                chunk_states += languages.dfa(node).n
+                if chunk_states > MAX_THREAD_STATES:
+                    raise TooLarge("string chunk automata too large")
 
     def chunks(p: int) -> list[tuple[int, ir.Terminal]]:
         if p not in chunk_terms:
