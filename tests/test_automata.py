@@ -378,6 +378,30 @@ def test_combinators_agree_with_regex(r, s, lo, extra):
 
 
 @SETTINGS
+@given(st.integers(1, 3), st.data())
+def test_repeat_copies_keep_the_first_copy_numbering(length, data):
+    """``repeat_copies``: for a lexeme whose accepting states end it (words of one length), the language
+    ``X{1,copies}`` (``dfa_repeat``'s), copy 0 in ``X``'s own numbering (a word that leads ``X`` to ``q`` leads
+    the copies to ``q`` too); ``None`` for a lexeme that may go on after accepting or accepts the empty word."""
+    from kbnf_gpu.automata.build import repeat_copies
+
+    alphabet = st.sampled_from(b"abc")
+    words = data.draw(st.lists(st.lists(alphabet, min_size=length, max_size=length).map(bytes), min_size=1,
+                               max_size=6))
+    x = dfa_union([dfa_literal(w) for w in words])
+    copies = data.draw(st.integers(1, 4))
+    got, want = repeat_copies(x, copies), dfa_repeat(x, 1, copies)
+    probes = data.draw(st.lists(st.lists(alphabet, max_size=3 * length + 2).map(bytes), max_size=40))
+    for word in probes + [w * k for w in words for k in (1, copies, copies + 1)]:
+        assert got.matches(word) == want.matches(word), word
+        q = x.step(0, word)
+        if q >= 0:  # inside the first copy
+            assert got.step(0, word) == q
+    assert repeat_copies(dfa_union([x, dfa_literal(words[0] + b"a")]), copies) is None  # goes on after accepting
+    assert repeat_copies(dfa_union([x, dfa_literal(b"")]), copies) is None  # accepts the empty word
+
+
+@SETTINGS
 @given(st.lists(st.one_of(cheap_regexes(), st.sampled_from(['"k[a-c]y"', "[ \\t]*:[ \\t]*", "[0-9]+", "-?[1-9][0-9]*",
                                                            "[ ]*,", "\\{", "x?"])), min_size=2, max_size=4))
 def test_glued_concat_agrees_with_subset_construction(sources):

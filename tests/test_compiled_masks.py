@@ -147,6 +147,80 @@ def test_literal_followers_taken_together_match_reference(vocab, seed):
     assert any(isinstance(key[0], tuple) for key in groups)  # (rests, followers): the keys themselves
 
 
+def counted_grammars() -> list[ir.Grammar]:
+    """Counted repetitions of a lexeme ``X`` that ends where it accepts (``ab|ca|cb``, ``[ab]{3}``: a chunk of
+    a counted string), so its copies ahead get rows (``GrammarTables.repeat_ref``): as a chain (``X{1,7}``),
+    as a run of required copies then a chain (``X{3,9}``, the run longer than ``masks.REPEATS``), in blocks
+    (``X{2,20}``, fused), and between quotes with a shorter tail (a counted string's shape)."""
+    ref = ir.Ref
+    x = pat("ab|c[ab]")
+    chunk = pat("[ab]{3}")
+    return [
+        ir.Grammar(rules=(ir.Rule("s", ir.Sequence((ir.Repetition(x, 1, 7), lit(b";"), ir.Repetition(ref("s"), 0, 1)))),),
+                   start="s", syntax="test"),
+        ir.Grammar(rules=(ir.Rule("s", ir.Choice((ir.Sequence((ir.Repetition(x, 3, 9), lit(b"."))),
+                                                  ir.Sequence((x, lit(b";"), ref("s")))))),), start="s", syntax="test"),
+        ir.Grammar(rules=(ir.Rule("s", ir.Sequence((ir.Repetition(x, 2, 20), lit(b";")))),), start="s", syntax="test"),
+        ir.Grammar(rules=(ir.Rule("s", ir.Sequence((lit(b'"'), ir.Repetition(chunk, 0, 8), pat('[ab]{0,2}"'),
+                                                   ir.Repetition(ir.Sequence((lit(b","), ref("s"))), 0, 1)))),),
+                   start="s", syntax="test"),
+    ]
+
+
+@st.composite
+def long_token_vocabularies(draw):
+    """Tokens over the counted grammars' bytes, random and spanning several copies of ``X`` (runs of its words,
+    started inside one, maybe ending in another byte)."""
+    alphabet = b'abc;.",'
+    byte = st.sampled_from(sorted(set(alphabet)))
+    tokens = draw(st.lists(st.lists(byte, min_size=1, max_size=6).map(bytes), min_size=10, max_size=40))
+    runs = st.tuples(st.integers(0, 1), st.lists(st.sampled_from([b"ab", b"ca", b"cb", b"aab", b"bba"]), min_size=2,
+                                                 max_size=6), st.sampled_from([b"", b";", b".", b'"', b"a"]))
+    tokens += [b"".join(words)[cut:] + end for cut, words, end in draw(st.lists(runs, min_size=5, max_size=30))]
+    tokens = list(dict.fromkeys(tokens))
+    tokens += [bytes([c]) for c in alphabet if bytes([c]) not in tokens]
+    eos = len(tokens)
+    tokens.append(b"</s>")
+    return Vocabulary(dict(enumerate(tokens)), special_ids=[eos], eos_ids=[eos], size=eos + 1)
+
+
+@settings(max_examples=30, deadline=None)
+@given(vocab=long_token_vocabularies(), which=st.integers(0, 3), fuse=st.booleans(), seed=st.integers(0, 2**16))
+def test_repeated_lexeme_rows_match_reference(vocab, which, fuse, seed):
+    """Masks where a counted repetition's copies ahead are rows (a token spanning several copies of ``X``)
+    equal the reference walk's at every step, and such rows were used."""
+    compiled = compile_ir(counted_grammars()[which], vocab, fuse=fuse)
+    walk_and_compare(compiled, random.Random(seed), walks=4, steps=14)
+    if not fuse:  # fused, a counted repetition of a small lexeme is one lexeme: no copies to count
+        assert any(ref != -1 for ref in compiled.tables._repeat_refs.values())
+
+
+def test_repeat_runs_count_the_copies_that_follow():
+    """``repeat_runs``: after the ``i``-th of ``X{lo,hi}`` the grammar derives ``hi - i`` more ``X`` (capped),
+    through the required copies and the optional chain; after a lone ``X`` that a different lexeme follows, none."""
+    from kbnf_gpu.runtime.earley import EarleyParser
+    from kbnf_gpu.runtime.masks import repeat_runs
+
+    x = pat("ab|c[ab]")
+    grammar = ir.Grammar(rules=(ir.Rule("s", ir.Choice((ir.Sequence((ir.Repetition(x, 3, 6), lit(b"."))),
+                                                        ir.Sequence((x, lit(b";")))))),), start="s", syntax="test")
+    parser = EarleyParser(normalize(grammar, NormalizeConfig(fuse=False)))
+    runs = repeat_runs(parser.pos_sym, parser.predict, cap=10)
+    x_sym = next(sym for sym in parser.pos_sym if sym is not None and sym < 0
+                 and parser.grammar.terminals[~sym].expr == x.expr)
+    found = sorted(runs(p) for p, sym in enumerate(parser.pos_sym) if sym == x_sym)
+    # X X X O_3 (after each of the three: 5, 4, 3), O_k ::= X O_{k-1} (2, 1, 0), and the lone X before ';' (0)
+    assert found == [0, 0, 1, 2, 3, 4, 5]
+    assert sorted(repeat_runs(parser.pos_sym, parser.predict, cap=2)(p) for p, sym in enumerate(parser.pos_sym)
+                  if sym == x_sym) == [0, 0, 1, 2, 2, 2, 2]
+    # nonterminals nested thousands deep before the X's: counted to a bounded depth, no recursion error
+    deep = ir.Grammar(rules=(*(ir.Rule(f"a{i}", ir.Sequence((x, ir.Ref(f"a{i + 1}")))) for i in range(3000)),
+                             ir.Rule("a3000", ir.Sequence((x, x)))), start="a0", syntax="test")
+    parser = EarleyParser(normalize(deep, NormalizeConfig(fuse=False)))
+    runs = repeat_runs(parser.pos_sym, parser.predict, cap=5)
+    assert {runs(p) for p in range(len(parser.pos_sym))} <= set(range(6))
+
+
 @pytest.fixture(scope="module", params=["llama3", "gpt2", "mistral"])
 def real_vocab(request):
     return Vocabulary.from_name(request.param)

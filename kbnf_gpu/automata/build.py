@@ -461,6 +461,30 @@ def dfa_repeat(item: ByteDFA, min: int, max: int | None, *, max_states: int = DE
     return _combined("dfa_repeat", (item,), (min, max), max_states, lambda: ir.Repeat(DFALeaf(item), min, max))
 
 
+def repeat_copies(item: ByteDFA, copies: int) -> ByteDFA | None:
+    """``item{1,copies}`` as ``copies`` copies of ``item``'s states: state ``i * n + q`` is copy ``i`` at ``q``
+    (copy 0 keeps ``item``'s numbering, so a state of ``item`` is the same state here), and each copy's
+    accepting states take ``item``'s start edges into the next copy. Deterministic, hence exact, when
+    ``item``'s accepting states have no edges and it does not accept the empty word (a chunk of a counted
+    string, a block of a counted repetition): a word then splits into copies one way only. ``None`` for any
+    other ``item``. Not minimized: callers read states by that numbering."""
+    t, accepting = item.transitions, item.accepting
+    if copies < 1 or item.n_states == 0 or accepting[0] or (t[accepting] >= 0).any():
+        return None
+
+    def make() -> ByteDFA:
+        n = item.n_states
+        into_next = t[0]
+        blocks = []
+        for i in range(copies):
+            block = np.where(t >= 0, t + i * n, -1)
+            block[accepting] = np.where(into_next >= 0, into_next + (i + 1) * n, -1) if i + 1 < copies else -1
+            blocks.append(block)
+        return ByteDFA(np.vstack(blocks), np.tile(accepting, copies))
+
+    return _memo(_COMBINED_CACHE, _COMBINED_CACHE_SIZE, ("repeat_copies", item.fingerprint, copies), make)
+
+
 # The same combinations recur across grammars (every JSON Schema fuses its keys
 # with the same whitespace-and-colon, its values with the same comma): results
 # (and refusals) keyed by the parts' fingerprints, bounded.

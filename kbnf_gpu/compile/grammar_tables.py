@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Callable
 import numpy as np
 
 from .. import ir
-from ..automata.build import literal_trie
+from ..automata.build import literal_trie, repeat_copies
 from ..automata.dfa import ByteDFA
 from ..errors import DFATooLarge
 from ..normalize import BnfGrammar
@@ -54,6 +54,7 @@ GROUP_MIN = 8  # literal followers without pair tables yet, from which on they g
 GROUP_TABLES = 1 << 10  # follower-group tables kept per grammar (each is one row reference per state of ``t``)
 PER_STATE_MIN = 128  # DFAs from this many states, with a state most tokens enter, get tables state by state
 WIDE_WALK = 4.0  # ... and so do those whose states start on more tokens than this many vocabularies
+REPEAT_MAX_STATES = 4096  # states of ``X{1,r+1}`` behind a repetition's rows (``repeat_ref``; else none)
 
 
 class StateRows:
@@ -231,6 +232,7 @@ class GrammarTables:
         self._groups: GenerationalCache = GenerationalCache(GROUP_TABLES)
         self._state_by_state: dict[str, bool] = {}  # large DFA fingerprint -> tables by state (bounded by its DFAs)
         self._twins: dict[int, np.ndarray | None] = {}  # terminal -> its DFA's short twins (None: small DFA)
+        self._repeat_refs: dict[tuple[int, int, int], int] = {}  # (terminal, state, repeats) -> row reference
 
     @property
     def rows(self) -> np.ndarray:
@@ -282,6 +284,27 @@ class GrammarTables:
             dfa = self.grammar.dfas[t]
             self._twins[t] = self.cache.short_twins(dfa) if dfa.n_states >= PER_STATE_MIN else None
         return self._twins[t]
+
+    def repeat_ref(self, t: int, q: int, repeats: int) -> int:
+        """Row reference of the tokens that, from state ``q`` of terminal ``X = t``, stay alive through the
+        rest of this ``X`` and up to ``repeats`` more whole ``X`` (``INSIDE[X{1,repeats+1}]`` at ``q``), for a
+        scan pair after which the grammar derives that many more ``X`` in a row (a counted repetition); ``-1``
+        when there are none, or ``X`` is not one that ``repeat_copies`` repeats exactly.
+
+        Each such token is a viable prefix wherever the pair is (after its ``X`` the rule derives ``X``
+        again), whatever the context: so they are rows, shared by every grammar with this ``X`` and cached
+        with its tables, instead of DEEP candidates checked again at every count of every new grammar (a
+        ``maxLength`` string's chunks: a token longer than what is left of a chunk completes it and goes on
+        into the next)."""
+        key = (t, q, repeats)
+        ref = self._repeat_refs.get(key)
+        if ref is None:
+            repeated = repeat_copies(self.grammar.dfas[t], repeats + 1)
+            ref = -1
+            if repeated is not None and repeated.n_states <= REPEAT_MAX_STATES:
+                ref = self.store.add(self.cache.inside_state(repeated, q, self.trie))
+            self._repeat_refs[key] = ref
+        return ref
 
     def same_dfa(self, t: int) -> int:
         """A representative of the terminals whose DFA equals ``t``'s (tables depend on DFAs only)."""

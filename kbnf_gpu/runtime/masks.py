@@ -23,11 +23,16 @@ lexer states, each a new parser state, but positions far from the bound act
 alike on short tokens (*short twins*, ``GrammarTables.short_twins``): a
 state's short DEEP candidates are checked once on its twin state, for all of
 them, and only its long ones on the state itself.
+
+What repeats within a counted repetition. Where the grammar derives more
+copies of a scan pair's lexeme right after it (``repeat_runs``), the tokens
+that stay inside those copies are a table row (``GrammarTables.repeat_ref``)
+rather than DEEP candidates checked anew at every count.
 """
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
@@ -126,6 +131,55 @@ def byte_order(vocab: "Vocabulary") -> ByteOrder:
     return ByteOrder(vocab)
 
 
+_RUN_DEPTH = 16  # nonterminals followed down by ``repeat_runs`` (a chain is one per copy: ``REPEATS`` deep)
+REPEATS = 5  # whole copies of a repeated lexeme after the current one that its rows cover (``repeat_ref``)
+
+
+def repeat_runs(pos_sym: list, predict: list, cap: int) -> "Callable[[int], int]":
+    """``runs(p)``: for a parser position ``p`` before a terminal ``X``, how many more ``X`` (at most ``cap``)
+    the grammar derives right after that ``X``, one after another: the ``X`` that follow in the rule, then
+    what a nonterminal there derives first (a counted repetition's chain ``O_k ::= ε | X O_{k-1}``); 0 for any
+    other position. A nonterminal met again while its own count is being taken, or past ``_RUN_DEPTH``
+    nonterminals down, counts nothing more (sound: fewer ``X`` than it may derive). Computed per position on
+    first use."""
+    chains: dict[tuple[int, int], int] = {}
+    runs: dict[int, int] = {}
+
+    def run_from(pos: int, x: int, depth: int) -> int:
+        count = 0
+        while count < cap:
+            sym = pos_sym[pos]
+            if sym == x:
+                count += 1
+                pos += 1
+            else:
+                if sym is not None and sym >= 0 and depth < _RUN_DEPTH:
+                    count += chain(sym, x, depth + 1)
+                break
+        return min(count, cap)
+
+    def chain(nt: int, x: int, depth: int) -> int:
+        key = (nt, x)
+        found = chains.get(key)
+        if found is None:
+            chains[key] = 0  # while in progress
+            found = max((run_from(start, x, depth) for start in predict[nt]), default=0)
+            if depth < _RUN_DEPTH:  # a count cut short by the depth is not the nonterminal's own
+                chains[key] = found
+            else:
+                del chains[key]
+        return found
+
+    def runs_at(p: int) -> int:
+        found = runs.get(p)
+        if found is None:
+            sym = pos_sym[p]
+            found = runs[p] = run_from(p + 1, sym, 0) if sym is not None and sym < 0 else 0
+        return found
+
+    return runs_at
+
+
 class MaskBuilder:
     """Computes and caches the masks of one compiled grammar (shared by its matchers and threads)."""
 
@@ -150,6 +204,7 @@ class MaskBuilder:
         self._resolved_memo: GenerationalCache = GenerationalCache(cache_limit)
         self._extras_memo: GenerationalCache = GenerationalCache(cache_limit)  # a truncated mask's extras + resolved ones
         self._twin_checks: GenerationalCache = GenerationalCache(cache_limit)  # (twin uid, candidates) -> verdicts
+        self._runs = repeat_runs(parser.pos_sym, parser.predict, REPEATS)
 
     def cache_stats(self) -> dict:
         return {"pair_entries": len(self._pair_refs_memo), "truncated_masks": len(self._partial_memo),
@@ -231,6 +286,8 @@ class MaskBuilder:
         # pairs whose terminals have one DFA (the same punctuation in every branch of a large oneOf) and one state
         # are taken together: the union of their followers gets its tables at once
         followers: dict[tuple[int, int], set[int]] = {}
+        repeats: dict[tuple[int, int], int] = {}  # (terminal, state) -> the most copies that follow (``_runs``)
+        runs = self._runs
         for p, o, t, q in state.pairs:
             expected, touched = expected_after((p, o))
             if touched:
@@ -239,7 +296,14 @@ class MaskBuilder:
             if found is None:
                 found = followers[(same_dfa(t), q)] = set()
             found.update(same_dfa(t2) for t2 in expected)
+            run = runs(p)
+            if run > repeats.get((same_dfa(t), q), 1):
+                repeats[(same_dfa(t), q)] = run
         refs = []
+        for (t, q), run in repeats.items():  # a repeated lexeme's copies ahead, as rows (before the DEEP checks)
+            ref = self.tables.repeat_ref(t, q, run)
+            if ref != -1:
+                refs.append(((ref,), (), ()) if ref >= 0 else ((), (ref,), ()))
         # many literal scan pairs with one follower set (the keys after '{"'): one table of what they can still match
         literal_rest, group_min = self.tables.literal_rest, self.tables.group_min
         by_followers: dict[tuple[int, ...], list[tuple[int, int, tuple[bytes, ...]]]] = {}
