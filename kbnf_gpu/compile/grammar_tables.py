@@ -289,7 +289,8 @@ class GrammarTables:
         """Row reference of the tokens that, from state ``q`` of terminal ``X = t``, stay alive through the
         rest of this ``X`` and up to ``repeats`` more whole ``X`` (``INSIDE[X{1,repeats+1}]`` at ``q``), for a
         scan pair after which the grammar derives that many more ``X`` in a row (a counted repetition); ``-1``
-        when there are none, or ``X`` is not one that ``repeat_copies`` repeats exactly.
+        when there are none, or ``X`` is not one that ``repeat_copies`` repeats exactly (fewer copies when
+        ``X{1,repeats+1}`` would pass ``REPEAT_MAX_STATES``).
 
         Each such token is a viable prefix wherever the pair is (after its ``X`` the rule derives ``X``
         again), whatever the context: so they are rows, shared by every grammar with this ``X`` and cached
@@ -299,10 +300,11 @@ class GrammarTables:
         key = (t, q, repeats)
         ref = self._repeat_refs.get(key)
         if ref is None:
-            repeated = repeat_copies(self.grammar.dfas[t], repeats + 1)
-            ref = -1
-            if repeated is not None and repeated.n_states <= REPEAT_MAX_STATES:
-                ref = self.store.add(self.cache.inside_state(repeated, q, self.trie))
+            dfa = self.grammar.dfas[t]
+            # fewer copies where X is large (a copy more than CROSS[X, X] covers, at least)
+            repeats = min(repeats, REPEAT_MAX_STATES // max(dfa.n_states, 1) - 1)
+            repeated = repeat_copies(dfa, repeats + 1) if repeats >= 2 else None
+            ref = -1 if repeated is None else self.store.add(self.cache.inside_state(repeated, q, self.trie))
             self._repeat_refs[key] = ref
         return ref
 
