@@ -156,8 +156,8 @@ def counted_grammars() -> list[ir.Grammar]:
     x = pat("ab|c[ab]")
     chunk = pat("[ab]{3}")
     return [
-        ir.Grammar(rules=(ir.Rule("s", ir.Sequence((ir.Repetition(x, 1, 7), lit(b";"), ir.Repetition(ref("s"), 0, 1)))),),
-                   start="s", syntax="test"),
+        ir.Grammar(rules=(ir.Rule("s", ir.Sequence((ir.Repetition(x, 1, 7), lit(b";"),
+                                                   ir.Repetition(ref("s"), 0, 1)))),), start="s", syntax="test"),
         ir.Grammar(rules=(ir.Rule("s", ir.Choice((ir.Sequence((ir.Repetition(x, 3, 9), lit(b"."))),
                                                   ir.Sequence((x, lit(b";"), ref("s")))))),), start="s", syntax="test"),
         ir.Grammar(rules=(ir.Rule("s", ir.Sequence((ir.Repetition(x, 2, 20), lit(b";")))),), start="s", syntax="test"),

@@ -114,6 +114,18 @@ class _NFA:
         return frozenset(seen)
 
 
+def _numbered(index: dict, order: list, key, what: str) -> int:
+    """``key``'s number in ``index``; a new key gets the next one and is appended to ``order`` (``TooLarge``,
+    saying ``what``, once ``MAX_STATES`` are numbered)."""
+    j = index.get(key)
+    if j is None:
+        if len(order) >= MAX_STATES:
+            raise TooLarge(f"{what} (DFA state limit)")
+        j = index[key] = len(order)
+        order.append(key)
+    return j
+
+
 @dataclass
 class DFA:
     """``trans[state][symbol]`` is the next state or -1; start state 0."""
@@ -187,14 +199,7 @@ def compile_many(exprs: list[Rx]) -> list[DFA]:
                         succ.setdefault(a, set()).add(t)
             row = [-1] * len(symbols)
             for a, targets in succ.items():
-                nxt = nfa.closure(targets)
-                j = index.get(nxt)
-                if j is None:
-                    if len(order) >= MAX_STATES:
-                        raise TooLarge("regular expression too large to combine (DFA state limit)")
-                    j = index[nxt] = len(order)
-                    order.append(nxt)
-                row[a] = j
+                row[a] = _numbered(index, order, nfa.closure(targets), "regular expression too large to combine")
             trans.append(row)
         out.append(DFA(symbols, trans, accept))
     return out
@@ -225,13 +230,7 @@ def intersect(a: DFA, b: DFA) -> DFA:
             if x < 0 or y < 0:
                 row.append(-1)
                 continue
-            j = index.get((x, y))
-            if j is None:
-                if len(order) >= MAX_STATES:
-                    raise TooLarge("regular expressions too large to intersect (DFA state limit)")
-                j = index[(x, y)] = len(order)
-                order.append((x, y))
-            row.append(j)
+            row.append(_numbered(index, order, (x, y), "regular expressions too large to intersect"))
         trans.append(row)
     return DFA(a.symbols, trans, accept)
 
@@ -421,14 +420,7 @@ def paths_dfa(d: DFA, start: int, lo: int, hi: Optional[int], targets: Optional[
             if t < 0:
                 row.append(-1)
                 continue
-            key = (t, min(n + 1, lo))
-            j = index.get(key)
-            if j is None:
-                if len(order) >= MAX_STATES:
-                    raise TooLarge("regular expressions too large to intersect (DFA state limit)")
-                j = index[key] = len(order)
-                order.append(key)
-            row.append(j)
+            row.append(_numbered(index, order, (t, min(n + 1, lo)), "regular expressions too large to intersect"))
         trans.append(row)
     return minimize(DFA(d.symbols, trans, accept))
 
@@ -480,14 +472,7 @@ class PathLanguages:
             if not accepts and not children:
                 memo[key] = self.EMPTY
             else:
-                signature = (accepts, children)
-                found = ids.get(signature)
-                if found is None:
-                    if len(nodes) >= MAX_STATES:
-                        raise TooLarge("regular expressions too large to intersect (DFA state limit)")
-                    found = ids[signature] = len(nodes)
-                    nodes.append(signature)
-                memo[key] = found
+                memo[key] = _numbered(ids, nodes, (accepts, children), "regular expressions too large to intersect")
             stack.pop()
         return memo[first]
 
