@@ -258,6 +258,22 @@ def test_artifact_round_trip_gives_identical_masks(tmp_path, tiny_vocab):
     walk_in_lockstep(compiled, loaded, random.Random(3), walks=20)
 
 
+def test_artifact_of_a_counted_repetition_masks_exactly(tmp_path):
+    """An artifact of a grammar with a counted repetition: its tables are saved, the rows of copies ahead are
+    added when the loaded grammar first meets them, and its masks are the reference walk's."""
+    tokens = [b"ab", b"ca", b"abab", b"abcaab", b"ababab", b"cacbcaab", b"bcaab", b"ab;", b";", b"a", b"b", b"c"]
+    vocab = Vocabulary(dict(enumerate(tokens + [b"</s>"])), special_ids=[len(tokens)], eos_ids=[len(tokens)])
+    config = CompileConfig(sparse_limit=2, fuse=False)
+    bnf = normalize(counted_grammars()[0], NormalizeConfig(fuse=False))
+    compiled = CompiledGrammar(bnf, vocab, config=config, end_mode="eos",
+                               tables=build_grammar_tables(bnf, vocab, config=config, eager=True))
+    path = tmp_path / "counted.kbnfgpu"
+    compiled.save(path)
+    loaded = load_compiled(path, vocab)
+    assert walk_and_compare(loaded, random.Random(5), walks=6, steps=10) >= 6
+    assert any(ref != -1 for ref in loaded.tables._repeat_refs.values())
+
+
 def walk_in_lockstep(first: CompiledGrammar, second: CompiledGrammar, rng: random.Random, walks: int) -> None:
     """Random walks through ``first``'s allowed tokens: ``second`` allows, accepts and finishes the same."""
     for _ in range(walks):
