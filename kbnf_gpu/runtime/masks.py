@@ -292,13 +292,14 @@ class MaskBuilder:
             expected, touched = expected_after((p, o))
             if touched:
                 return _INEXACT
-            found = followers.get((same_dfa(t), q))
+            column = (same_dfa(t), q)
+            found = followers.get(column)
             if found is None:
-                found = followers[(same_dfa(t), q)] = set()
+                found = followers[column] = set()
             found.update(same_dfa(t2) for t2 in expected)
             run = runs(p)
-            if run > repeats.get((same_dfa(t), q), 1):
-                repeats[(same_dfa(t), q)] = run
+            if run > repeats.get(column, 1):
+                repeats[column] = run
         refs = []
         for (t, q), run in repeats.items():  # a repeated lexeme's copies ahead, as rows (before the DEEP checks)
             ref = self.tables.repeat_ref(t, q, run)

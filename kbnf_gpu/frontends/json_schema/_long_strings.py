@@ -182,32 +182,30 @@ def _thread(b: "Builder", d: DFA, lo: int, hi: Optional[int], C: int, bounded_re
             found = by_language[(kind, key)] = b.term(seq(r, close) if kind == "string_tail" else r, kind)
         return found
 
-    def bounded_term(start: int, lo_: int, hi_: int, targets: set[int], kind: str) -> Optional[ir.Terminal]:
-        node = languages.root(start, lo_, hi_, targets)
-        return language_term((node,), languages.dfa(node), kind)
-
     accepting = {q for q in range(d.n) if d.accept[q]}
+    # the chunk languages from every state at a chunk boundary (the states ``chunks`` is asked for), as nodes:
     # fail before writing any chunk when their automata together would pass the bound (a node is cheap; a
-    # chunk's expression and encoding are not): the chunk languages from every state at a chunk boundary
-    chunk_nodes = {PathLanguages.EMPTY}
+    # chunk's expression and encoding are not)
+    chunk_nodes: dict[int, list[tuple[int, int]]] = {}  # p -> (q, node) of each nonempty chunk language
+    counted = set()
     chunk_states = 0
     for p in boundary:
-        for q in _after(d, {p}, C):
+        found = chunk_nodes[p] = []
+        for q in sorted(_after(d, {p}, C)):
             node = languages.root(p, C, C, {q})
-            if node not in chunk_nodes:
-                chunk_nodes.add(node)
+            if node == PathLanguages.EMPTY:
+                continue
+            found.append((q, node))
+            if node not in counted:
+                counted.add(node)
                 chunk_states += languages.dfa(node).n
                 if chunk_states > MAX_THREAD_STATES:
                     raise TooLarge("string chunk automata too large")
 
     def chunks(p: int) -> list[tuple[int, ir.Terminal]]:
         if p not in chunk_terms:
-            out = []
-            for q in sorted(_after(d, {p}, C)):
-                t = bounded_term(p, C, C, {q}, "string_chunk")
-                if t is not None:
-                    out.append((q, t))
-            chunk_terms[p] = out
+            chunk_terms[p] = [(q, language_term((node,), languages.dfa(node), "string_chunk"))
+                              for q, node in chunk_nodes[p]]
         return chunk_terms[p]
 
     def end(p: int, lo_: int, hi_: Optional[int]) -> Optional[ir.Terminal]:
@@ -216,7 +214,8 @@ def _thread(b: "Builder", d: DFA, lo: int, hi: Optional[int], C: int, bounded_re
                 language = paths_dfa(d, p, lo_, None)
                 found = language_term(canonical_key(language), language, "string_tail") if language else None
             else:
-                found = bounded_term(p, lo_, hi_, accepting, "string_tail")
+                node = languages.root(p, lo_, hi_, accepting)
+                found = language_term((node,), languages.dfa(node), "string_tail")
             end_terms[(p, lo_, hi_)] = found
         return end_terms[(p, lo_, hi_)]
 
