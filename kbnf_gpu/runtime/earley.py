@@ -80,15 +80,15 @@ class EarleySet:
     collector until a full collection, one more object per set for it to scan.
 
     ``parents`` are the sets its items start in (they must outlive it), in the order of ``shape``: the id of
-    the set's structure with each origin replaced by its parent's index (0 for a set built by hand).
+    the set's structure with each origin replaced by its parent's index (0 until ``EarleyParser._shape`` finds it).
     """
 
     __slots__ = ("uid", "key", "shape", "_parents", "__weakref__")
 
-    def __init__(self, uid: int, key: tuple, parents: tuple, shape: int = 0) -> None:
+    def __init__(self, uid: int, key: tuple, parents: tuple) -> None:
         self.uid = uid
         self.key = key
-        self.shape = shape
+        self.shape = 0  # not yet found (``EarleyParser._shape``)
         self._parents = _holding(parents)
 
     @property
@@ -134,12 +134,11 @@ class ParserState:
     # tuple of the rest)
     __slots__ = ("uid", "pairs", "lex", "shape", "accepting", "lossy", "_origin1", "_origin2", "_origin3", "mask")
 
-    def __init__(self, pairs: tuple, accepting: bool, lossy: bool = False, origins: tuple = (), lex: int = 0,
-                 shape: int = 0) -> None:
+    def __init__(self, pairs: tuple, accepting: bool, lossy: bool = False, origins: tuple = ()) -> None:
         self.uid = next(_uids)
         self.pairs = pairs
-        self.lex = lex  # the id of the pairs' ``(terminal, q)`` column (``EarleyParser._lex_id``)
-        self.shape = shape
+        self.lex = 0  # the id of the pairs' ``(terminal, q)`` column, found on first use (``EarleyParser._state_lex``)
+        self.shape = 0  # not yet found (``EarleyParser._shape``)
         self.accepting = accepting
         self.lossy = lossy
         n = len(origins)
@@ -292,17 +291,14 @@ class EarleyParser:
         ref = self._sets.data.get(key)  # the dictionary under the weak one: no Python-level ``get`` per step
         found = None if ref is None else ref()
         if found is None:
-            order: dict[int, int] = {}
             # every entry holds an origin at each even position (an item's, or a Leo entry's ``(~sym, y, o)``)
-            shape = self._shape_id(tuple([
-                (entry[0], *[x if i & 1 else _first_seen(order, x) for i, x in enumerate(entry[1:], 1)])
-                for entry in key]))
+            order = dict.fromkeys([o for entry in key for o in entry[2::2] if o != SELF])
             by_uid = {s.uid: s for s in parents}
             parents = tuple(by_uid[u] for u in order)
             with self._lock:
                 found = self._sets.get(key)
                 if found is None:
-                    found = EarleySet(next(_uids), key, parents, shape)
+                    found = EarleySet(next(_uids), key, parents)
                     # by uid first: another thread may find the set by content (no lock) as soon as it is in
                     # ``_sets``, and then look its items' origin up by uid
                     self._set_by_uid[found.uid] = found
@@ -321,27 +317,35 @@ class EarleyParser:
         key = pairs + (flags,) if flags else pairs
         found = self._states[key]
         if found is None:
-            order: dict[int, int] = {}
-            structure = [(p, _first_seen(order, o), t, q) for p, o, t, q in pairs]
-            structure.append(flags)  # an int last: no set's shape (tuples only) is equal
-            shape = self._shape_id(tuple(structure))
+            order = dict.fromkeys([o for _, o, _, _ in pairs if o != SELF])
             origins = tuple([self._set_by_uid.get(u) for u in order])  # None: freed (swept from the table or not)
             if None in origins:  # a caller let a set its pairs start in die: a bug, never a silently wrong state
                 raise RuntimeError("a new parser state's origin set was freed before the state was interned")
-            lex = self._lex_id(pairs)
             with self._lock:
                 found = self._states[key]
                 if found is None:
-                    found = self._states.put(key, ParserState(pairs, accepting, lossy, origins, lex, shape))
+                    found = self._states.put(key, ParserState(pairs, accepting, lossy, origins))
         return found
 
-    def _shape_id(self, structure: tuple) -> int:
-        """An id for a set's or state's shape: its interning key with every origin uid replaced by its index of
+    def _shape(self, obj: "EarleySet | ParserState") -> int:
+        """The id of a set's or state's shape: its interning key with every origin uid replaced by its index of
         first appearance (``_first_seen``). A set's or state's truncation depends only on its shape and its
-        origins' truncations (``_cut_memo``)."""
+        origins' truncations (``_cut_memo``). Found on first use: most sets and states (those a DEEP check walks
+        through) are never truncated."""
+        if obj.shape:
+            return obj.shape
+        order: dict[int, int] = {}
+        if type(obj) is EarleySet:
+            structure = tuple([(entry[0], *[x if i & 1 else _first_seen(order, x) for i, x in enumerate(entry[1:], 1)])
+                               for entry in obj.key])
+        else:
+            # an int last: no set's shape (tuples only) is equal
+            structure = (*[(p, _first_seen(order, o), t, q) for p, o, t, q in obj.pairs],
+                         obj.accepting + 2 * obj.lossy)
         found = self._shape_ids[structure]
         if found is None:
             found = self._shape_ids.put(structure, next(_uids))
+        obj.shape = found
         return found
 
     def _lex_id(self, pairs: tuple) -> int:
@@ -353,6 +357,11 @@ class EarleyParser:
         if found is None:
             found = self._lex_ids.put(column, next(_uids))
         return found
+
+    def _state_lex(self, state: ParserState) -> int:
+        """``state.lex``, found on first use (a state a DEEP check walks through is never stepped by a token)."""
+        state.lex = self._lex_id(state.pairs)
+        return state.lex
 
     def set_of(self, uid: int) -> EarleySet:
         """The live set with this uid (a live item or pair keeps its origin set alive)."""
@@ -643,7 +652,7 @@ class EarleyParser:
         final: list = []
         completions: dict[int, list] = {}
         starts = state.pairs
-        lex = state.lex
+        lex = state.lex or self._state_lex(state)
         k = 0
         passed = False
         accept = False  # whether the state after all of ``data`` accepts
@@ -801,7 +810,7 @@ class EarleyParser:
                 cut.append(c if c is not None else self._cut(s, low, beyond, self._rebuilt_set))
         if all(map(operator.is_, cut, sources)):  # nothing as deep as ``depth``: the object is its own cut
             return memo.put(memo_key, obj)
-        key = (obj.shape, *[s.uid for s in cut])
+        key = (self._shape(obj), *[s.uid for s in cut])
         found = self._cut_memo[key]
         if found is None:
             new = {s.uid: c.uid for s, c in zip(sources, cut)}
