@@ -153,6 +153,8 @@ class _LookBodies:
 
 _BODY_CACHE: dict[tuple, ByteDFA] = {}
 _BODY_CACHE_SIZE = 256
+_LABEL_CACHE: dict[tuple, ByteDFA] = {}  # an automaton edge's label -> its DFA (``_labels_determinized``)
+_LABEL_CACHE_SIZE = 1024
 
 
 _MEMO_STATES_LIMIT = 1 << 15  # DFA states one memo table may hold (a state is a 1 KB row: 32 MB)
@@ -228,7 +230,10 @@ def _compile(root: Node, max_states: int, ctx: _Context) -> ByteDFA:
         return node
 
     if any(isinstance(x, ir.Automaton) for x in _walk(root)):
-        root = _labels_determinized(root, lambda label: _determinized(label, max_states, nfa_limit, ctx, on_pattern))
+        # a label (a class of code points, spelled) recurs across terminals: a counted string's chunks all share it
+        root = _labels_determinized(root, lambda label: _memo(
+            _LABEL_CACHE, _LABEL_CACHE_SIZE, (label, max_states),
+            lambda: _determinized(label, max_states, nfa_limit, ctx, on_pattern)))
     try:
         return _determinized(root, max_states, nfa_limit, ctx, on_pattern)
     except DFATooLarge:

@@ -219,54 +219,46 @@ def _thread(b: "Builder", d: DFA, lo: int, hi: Optional[int], C: int, bounded_re
             end_terms[(p, lo_, hi_)] = found
         return end_terms[(p, lo_, hi_)]
 
-    names: dict[tuple[int, int], str] = {}
+    # one rule per (state, chunks so far); a body is (terminal, the rule after it or None) per alternative, and
+    # names are taken from the builder only once the whole thread is made (a TooLarge leaves it untouched)
     work: list[tuple[int, int]] = []
-    bodies: dict[str, list[ir.Expr]] = {}
+    bodies: dict[tuple[int, int], list[tuple[ir.Terminal, Optional[tuple[int, int]]]]] = {}
+    seen: set[tuple[int, int]] = set()
     J = -(-lo // C) if hi is None else None
 
-    def ref(p: int, j: int) -> ir.Ref:
-        if (p, j) not in names:
-            if len(names) >= MAX_THREAD_RULES:
+    def ref(p: int, j: int) -> tuple[int, int]:
+        if (p, j) not in seen:
+            if len(seen) >= MAX_THREAD_RULES:
                 raise TooLarge("string automaton too large")
-            names[(p, j)] = f"string_{p}_{j}"
+            seen.add((p, j))
             work.append((p, j))
-        return ir.Ref(names[(p, j)])
+        return p, j
 
-    first = ref(0, 0)
+    ref(0, 0)
     while work:
         p, j = work.pop()
-        alts: list[ir.Expr] = []
+        alts: list[tuple[ir.Terminal, Optional[tuple[int, int]]]] = []
         if J is not None and j >= J:
             t = end(p, 0, C - 1 if bounded_rest else None)
             if t is not None:
-                alts.append(t)
+                alts.append((t, None))
             if bounded_rest:
-                for q, term in chunks(p):
-                    alts.append(ir.Sequence((term, ref(q, J))))
+                alts.extend((term, ref(q, J)) for q, term in chunks(p))
         else:
             first_len, last_len = max(0, lo - j * C), C - 1 if hi is None else min(C - 1, hi - j * C)
             if first_len <= last_len:
                 t = end(p, first_len, last_len)
                 if t is not None:
-                    alts.append(t)
+                    alts.append((t, None))
             if hi is None or (j + 1) * C <= hi:
-                for q, term in chunks(p):
-                    alts.append(ir.Sequence((term, ref(q, j + 1))))
-        bodies[names[(p, j)]] = alts
+                alts.extend((term, ref(q, j + 1)) for q, term in chunks(p))
+        bodies[(p, j)] = alts
         if len(chunk_terms) + len(end_terms) > MAX_THREAD_TERMINALS:
             raise TooLarge("string automaton too large")
-    rename = {n: b.fresh(n) for n in bodies}
-
-    def fix(e: ir.Expr) -> ir.Expr:
-        if isinstance(e, ir.Ref):
-            return ir.Ref(rename[e.name])
-        if isinstance(e, ir.Sequence):
-            return ir.Sequence(tuple(fix(x) for x in e.items))
-        return e
-
-    for n, alts in bodies.items():
-        b.add_rule(rename[n], [fix(a) for a in alts])
-    return ir.Sequence((b.term(close, "quote"), fix(first)))
+    refs = {key: ir.Ref(b.fresh(f"string_{key[0]}_{key[1]}")) for key in bodies}
+    for key, alts in bodies.items():
+        b.add_rule(refs[key].name, [t if after is None else ir.Sequence((t, refs[after])) for t, after in alts])
+    return ir.Sequence((b.term(close, "quote"), refs[(0, 0)]))
 
 
 def _length_range(d: DFA) -> tuple[int, Optional[int]]:
