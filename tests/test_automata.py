@@ -507,6 +507,87 @@ def _automaton_accepts(a: ir.Automaton, text: str) -> bool:
     return any((q, len(text)) in seen for q in a.accepting)
 
 
+_SPELLED_POINTS = [0x22, 0x41, 0x61, 0xE9, 0x5C, 0x0A, 0x263A, 0x1F600]  # quote, A, a, é, backslash, newline, ☺, 😀
+
+
+def _spelled_automaton(n_states: int, data) -> tuple[list, tuple[int, ...]]:
+    """A code-point automaton as a JSON Schema string writes one: at each state a partition of some code points
+    into classes, each spelled as a JSON string body (UTF-8 or an escape) and leading to a drawn state."""
+    from kbnf_gpu.frontends.json_schema._strings import encode
+
+    state = st.integers(0, n_states - 1)
+    edges = []
+    for p in range(n_states):
+        chosen = data.draw(st.lists(st.sampled_from(_SPELLED_POINTS), unique=True))
+        parts = data.draw(st.integers(1, max(1, len(chosen))))
+        for group in (chosen[i::parts] for i in range(parts)):
+            if group:
+                label = encode(ir.CharClass(tuple((c, c) for c in sorted(group))))
+                edges.append((p, label, data.draw(state)))
+    return edges, tuple(data.draw(st.lists(state, unique=True, max_size=n_states)))
+
+
+@SETTINGS
+@given(st.integers(1, 6), st.data())
+def test_labelled_automaton_is_built_without_the_subset_construction(n_states, data):
+    """Labels disjoint at each state and none a prefix of another (a JSON Schema string's automaton): the
+    tries side by side (``automata.labelled``) are taken and give the subset construction's minimal DFA, array
+    for array; past ``max_states`` they give way (``None``) and the subset construction decides."""
+    from kbnf_gpu.automata import build
+    from kbnf_gpu.automata.labelled import chained, labelled_dfa
+    from kbnf_gpu.automata.nfa import DFALeaf
+
+    edges, accepting = _spelled_automaton(n_states, data)
+    leaves = {label: regexpr_to_dfa(label) for _, label, _ in edges}
+    direct = labelled_dfa(n_states, [(p, leaves[label], q) for p, label, q in edges], accepting, 10_000)
+    assert direct is not None
+    subset = build._determinized(
+        ir.Automaton(n_states, tuple((p, DFALeaf(leaves[label]), q) for p, label, q in edges), accepting),
+        10_000, build._nfa_limit(10_000), build._Context("test"))
+    assert np.array_equal(direct.transitions, subset.transitions), edges
+    assert np.array_equal(direct.accepting, subset.accepting), edges
+    compiled = regexpr_to_dfa(ir.Automaton(n_states, tuple(edges), accepting))
+    assert np.array_equal(compiled.transitions, direct.transitions)
+    assert np.array_equal(compiled.accepting, direct.accepting)
+    if direct.n_states > 1:
+        assert labelled_dfa(n_states, [(p, leaves[label], q) for p, label, q in edges], accepting,
+                            direct.n_states - 1) is None
+    # between quotes (a string lexeme): chained into one automaton, again the subset construction's DFA
+    quote = regexpr_to_dfa(ir.Literal(b'"'))
+    chain = chained([(2, ((0, quote, 1),), (1,)), (n_states, [(p, leaves[label], q) for p, label, q in edges],
+                                                    accepting), (2, ((0, quote, 1),), (1,))])
+    if 0 not in accepting:  # else the chain gives way: the empty string between the quotes is an empty move
+        assert chain is not None and labelled_dfa(*chain, 10_000) is not None
+    quoted = regexpr_to_dfa(ir.Concat((ir.Literal(b'"'), ir.Automaton(n_states, tuple(edges), accepting),
+                                       ir.Literal(b'"'))))
+    subset = build._determinized(ir.Concat((ir.Literal(b'"'), ir.Automaton(
+        n_states, tuple((p, DFALeaf(leaves[label]), q) for p, label, q in edges), accepting), ir.Literal(b'"'))),
+        10_000, build._nfa_limit(10_000), build._Context("test"))
+    assert np.array_equal(quoted.transitions, subset.transitions), edges
+    assert np.array_equal(quoted.accepting, subset.accepting), edges
+
+
+def test_labelled_automaton_gives_way_where_labels_overlap():
+    """Two labels of one state that share a spelling, a label that is a prefix of another, a label that reads
+    nothing: no deterministic trie, so ``None`` (the subset construction, checked above by brute force)."""
+    from kbnf_gpu.automata.labelled import chained, labelled_dfa
+
+    a, ab, both = (regexpr_to_dfa(ir.Literal(b"a")), regexpr_to_dfa(ir.Literal(b"ab")),
+                   regexpr_to_dfa(ir.CharClass(((0x61, 0x62),))))
+    empty = regexpr_to_dfa(ir.Literal(b""))
+    assert labelled_dfa(2, [(0, a, 1), (0, both, 0)], (1,), 100) is None
+    assert labelled_dfa(2, [(0, a, 1), (0, ab, 0)], (1,), 100) is None
+    assert labelled_dfa(2, [(0, empty, 1)], (1,), 100) is None
+    assert labelled_dfa(2, [(0, a, 1), (1, ab, 0)], (0,), 100).matches(b"aab")
+    # a chain: a part after the first that accepts the empty string, or a malformed part, is not chained
+    assert chained([(2, ((0, a, 1),), (1,)), (1, (), (0,))]) is None
+    assert labelled_dfa(*chained([(1, (), (0,)), (2, ((0, a, 1),), (1,))]), 100).matches(b"a")
+    assert chained([(2, ((0, a, 3),), (1,)), (2, ((0, a, 1),), (1,))]) is None
+    n, edges, accepting = chained([(2, ((0, a, 1),), (1,)), (2, ((0, ab, 1), (1, a, 0)), (1,))])
+    chain = labelled_dfa(n, edges, accepting, 100)
+    assert [chain.matches(t) for t in (b"aab", b"aabaab", b"a", b"ab", b"aaab")] == [True, True, False, False, False]
+
+
 def test_automaton_node_refuses_states_out_of_range():
     with pytest.raises(GrammarError, match="automaton"):
         regexpr_to_dfa(ir.Automaton(2, ((0, ir.Literal(b"a"), 5),), (1,)))

@@ -1176,7 +1176,7 @@ def test_threaded_string_lexemes_are_bounded_in_all(monkeypatch) -> None:
     sizes = []
     written = []  # the chunk and tail languages written as expressions
     thread = _long_strings._thread
-    as_expr = _long_strings.as_expr
+    as_expr, automaton_expr = _long_strings.as_expr, _long_strings.automaton_expr
 
     def recording(b, d, lo, hi, C, bounded_rest=False):
         before = len(written)
@@ -1190,6 +1190,8 @@ def test_threaded_string_lexemes_are_bounded_in_all(monkeypatch) -> None:
 
     monkeypatch.setattr(_long_strings, "_thread", recording)
     monkeypatch.setattr(_long_strings, "as_expr", lambda language: written.append(language) or as_expr(language))
+    monkeypatch.setattr(_long_strings, "automaton_expr",
+                        lambda language: written.append(language) or automaton_expr(language))
     schema = {"type": "string", "format": "hostname", "maxLength": 40}
     chk = Checker(schema)
     assert written
@@ -1209,7 +1211,7 @@ def test_format_with_a_length_too_long_to_thread_is_refused_before_chunk_work(mo
     attempts: dict[int, int] = {}
     written = []
     thread = _long_strings._thread
-    as_expr = _long_strings.as_expr
+    as_expr, automaton_expr = _long_strings.as_expr, _long_strings.automaton_expr
 
     def recording(b, d, lo, hi, C, bounded_rest=False):
         before = len(written)
@@ -1220,6 +1222,8 @@ def test_format_with_a_length_too_long_to_thread_is_refused_before_chunk_work(mo
 
     monkeypatch.setattr(_long_strings, "_thread", recording)
     monkeypatch.setattr(_long_strings, "as_expr", lambda language: written.append(language) or as_expr(language))
+    monkeypatch.setattr(_long_strings, "automaton_expr",
+                        lambda language: written.append(language) or automaton_expr(language))
     schema = {"type": "object", "properties": {"home": {"type": "string", "format": "uri", "maxLength": 2048}}}
     with pytest.raises(GrammarError, match=r"maxLength.*too complex.*/properties/home"):
         parse_json_schema(schema)

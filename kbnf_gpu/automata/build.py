@@ -10,6 +10,7 @@ from ..errors import DFATooLarge, GrammarError
 from . import kinds
 from .dfa import ByteDFA, StateLimit, determinize, finalize, from_table
 from .guarded import AT_START, OTHER, determinize_guarded
+from .labelled import chained, labelled_dfa
 from .nfa import NFA, DFALeaf, InvalidExpr, NFATooLarge, Node, WordTooLong
 from .regex import BOL, BOS, Anchor, Look, RegexError, translate
 
@@ -185,8 +186,9 @@ def complement_bytes(dfa: ByteDFA) -> ByteDFA:
     return from_table(t, np.append(~dfa.accepting, True))
 
 
-def _labels_determinized(root: Node, determinized: Callable[[Node], ByteDFA]) -> Node:
-    """``root`` with each ``Automaton``'s edge labels replaced by their DFAs (one per distinct label). A label
+def _labels_determinized(root: Node, determinized: Callable[[Node], ByteDFA], max_states: int) -> Node:
+    """``root`` with each ``Automaton``'s edge labels replaced by their DFAs (one per distinct label), and the
+    automaton itself by its DFA where its labels make deterministic tries (``labelled_dfa``). A label
     written out (a class of code points, each also a JSON escape) is a nondeterministic union of spellings;
     the subset construction over the whole automaton would track its branches in every state, passing the
     state limit before minimization merges them (three times the final states for a password pattern)."""
@@ -200,9 +202,20 @@ def _labels_determinized(root: Node, determinized: Callable[[Node], ByteDFA]) ->
 
     def rebuilt(node: Node) -> Node:
         if isinstance(node, ir.Automaton):
-            return ir.Automaton(node.n_states, tuple((p, label_leaf(label), q) for p, label, q in node.edges),
-                                node.accepting)
+            edges = tuple((p, label_leaf(label), q) for p, label, q in node.edges)
+            direct = labelled_dfa(node.n_states, [(p, leaf.dfa, q) for p, leaf, q in edges], node.accepting,
+                                  max_states)
+            return DFALeaf(direct) if direct is not None else ir.Automaton(node.n_states, edges, node.accepting)
         if isinstance(node, ir.Concat):
+            if any(isinstance(x, ir.Automaton) for x in node.parts) and all(
+                    isinstance(x, (ir.Literal, ir.Automaton)) for x in node.parts):
+                # quotes around an automaton: one automaton, so one trie DFA and no subset construction after it
+                chain = chained([(2, ((0, label_leaf(x).dfa, 1),), (1,)) if isinstance(x, ir.Literal) else
+                                 (x.n_states, tuple((p, label_leaf(label).dfa, q) for p, label, q in x.edges),
+                                  x.accepting) for x in node.parts if not isinstance(x, ir.Literal) or x.value])
+                direct = None if chain is None else labelled_dfa(*chain, max_states)
+                if direct is not None:
+                    return DFALeaf(direct)
             return ir.Concat(tuple(rebuilt(x) for x in node.parts))
         if isinstance(node, ir.Alternation):
             return ir.Alternation(tuple(rebuilt(x) for x in node.options))
@@ -233,7 +246,9 @@ def _compile(root: Node, max_states: int, ctx: _Context) -> ByteDFA:
         # a label (a class of code points, spelled) recurs across terminals: a counted string's chunks all share it
         root = _labels_determinized(root, lambda label: _memo(
             _LABEL_CACHE, _LABEL_CACHE_SIZE, (label, max_states),
-            lambda: _determinized(label, max_states, nfa_limit, ctx, on_pattern)))
+            lambda: _determinized(label, max_states, nfa_limit, ctx, on_pattern)), max_states)
+        if isinstance(root, DFALeaf):
+            return root.dfa
     try:
         return _determinized(root, max_states, nfa_limit, ctx, on_pattern)
     except DFATooLarge:

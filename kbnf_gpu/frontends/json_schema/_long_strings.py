@@ -29,7 +29,8 @@ from typing import TYPE_CHECKING, Optional
 
 from ... import ir
 from ...budget import current_budget
-from ._fsm import DFA, PathLanguages, TooLarge, as_expr, canonical_key, intersection_dfa, paths_dfa, to_regex
+from ._fsm import (DFA, PathLanguages, TooLarge, as_expr, automaton_expr, canonical_key, intersection_dfa, paths_dfa,
+                   to_regex)
 from ._rx import Rx, lit, seq
 from ._scalars import QUOTE, string_piece, string_terminal
 from ._strings import encode, quoted
@@ -177,8 +178,9 @@ def _thread(b: "Builder", d: DFA, lo: int, hi: Optional[int], C: int, bounded_re
             states[0] += language.n
             if states[0] > MAX_THREAD_STATES:
                 raise TooLarge("string chunk automata too large")
-            # a chunk is small in states (kept as an automaton where its expression is not) or in expression
-            r = encode(as_expr(language) if language.n <= MAX_CHUNK_STATES else to_regex(language, CHUNK_REGEX))
+            # a chunk is small in states (written as its automaton, whose byte DFA is built without a subset
+            # construction: ``automata.labelled``) or in expression
+            r = encode(automaton_expr(language) if language.n <= MAX_CHUNK_STATES else to_regex(language, CHUNK_REGEX))
             found = by_language[(kind, key)] = b.term(seq(r, close) if kind == "string_tail" else r, kind)
         return found
 

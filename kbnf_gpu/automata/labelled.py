@@ -1,0 +1,161 @@
+"""An automaton whose edges read labels (``ir.Automaton``) as a byte DFA, without a subset construction.
+
+A JSON Schema string's automaton runs over code points, and each edge's label
+is the spellings of a class of code points (UTF-8, or a JSON escape). The
+classes leaving one state are disjoint and a spelling is never a prefix of
+another, so the labels of a state read together as one small deterministic
+trie of bytes (a product of the labels' DFAs alone), whose leaves are the roots
+of the next states' tries. The whole DFA is then those tries side by side:
+linear in the automaton, where the subset construction over the automaton's
+NFA tracks every label's spellings in every subset (a counted string's
+hundred chunk lexemes: seconds). A state whose labels overlap, or where one
+spelling is a prefix of another, gets ``None``: the caller determinizes the
+automaton as before. Either way the result is the language's minimal DFA.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from ..budget import current_budget
+from .dfa import ByteDFA, finalize
+
+_LEAF = -2  # a trie entry ``_LEAF - i``: label ``i`` has read one whole spelling (its next state's root)
+_TRIE_CACHE: dict[tuple[str, ...], tuple | None] = {}  # the labels' fingerprints -> their trie and byte classes
+_TRIE_CACHE_SIZE = 512
+
+
+def labelled_dfa(
+    n_states: int, edges: Sequence[tuple[int, ByteDFA, int]], accepting: Sequence[int], max_states: int
+) -> ByteDFA | None:
+    """The minimal DFA of the automaton with ``edges`` ``(p, label's DFA, q)`` (start 0), or ``None`` where its
+    labels do not make deterministic tries (see the module) or the tries together pass ``max_states``."""
+    if n_states < 1 or any(not (0 <= p < n_states and 0 <= q < n_states) for p, _, q in edges) or any(
+            not 0 <= q < n_states for q in accepting):
+        return None  # the subset construction's path says what is wrong
+    leaving: list[list[tuple[ByteDFA, int]]] = [[] for _ in range(n_states)]
+    for p, label, q in edges:
+        if label.n_states == 0:
+            continue  # the empty class: no edge
+        if label.accepting[0]:
+            return None  # a label that reads nothing: an empty move, not a trie
+        leaving[p].append((label, q))
+    budget = current_budget()
+    tries: dict[int, np.ndarray] = {}
+    classes: dict[int, np.ndarray] = {}  # id(trie) -> its byte classes
+    order = [0]  # the states reachable from the start, each with its trie
+    seen = {0}
+    for p in order:
+        budget.tick("building a string's automaton")
+        found = _trie(tuple(label for label, _ in leaving[p]))
+        if found is None:
+            return None
+        tries[p], classes[id(found[0])] = found
+        for _, q in leaving[p]:
+            if q not in seen:
+                seen.add(q)
+                order.append(q)
+    offset: dict[int, int] = {}
+    total = 0
+    for p in order:
+        offset[p] = total
+        total += len(tries[p])
+    if total > max_states:
+        return None
+    # bytes that every trie reads alike share a column (a trie's rows map to the table's row by row)
+    _, first_byte, class_of_byte = np.unique(np.stack(list(classes.values())).T, axis=0, return_index=True,
+                                             return_inverse=True)
+    table = np.empty((total, len(first_byte)), dtype=np.int64)
+    for p in order:
+        trie = tries[p][:, first_byte]
+        roots = np.array([offset[q] for _, q in leaving[p]] or [0], dtype=np.int64)
+        start = offset[p]
+        table[start:start + len(trie)] = np.where(trie >= 0, trie + start, np.where(trie == -1, -1, roots[
+            np.maximum(_LEAF - trie, 0)]))
+    final = np.zeros(total, dtype=bool)
+    final[[offset[q] for q in accepting if q in offset]] = True
+    dfa = finalize(table, final, class_of_byte.reshape(-1))
+    return dfa if dfa.n_states <= max_states else None
+
+
+
+
+Labelled = tuple[int, Sequence[tuple[int, ByteDFA, int]], Sequence[int]]  # (states, edges, accepting states)
+
+
+def chained(parts: Sequence[Labelled]) -> Labelled | None:
+    """The concatenation of labelled automata as one (a string's quotes around its automaton): each part's
+    accepting states take the next part's start edges (the empty move between them, removed by copying), its
+    states numbered after the parts before it. ``None`` where a part is malformed or one before the last
+    accepts the empty string."""
+    offsets = []
+    total = 0
+    for n, edges, accepting in parts:
+        if n < 1 or any(not (0 <= p < n and 0 <= q < n) for p, _, q in edges) or any(
+                not 0 <= q < n for q in accepting):
+            return None
+        offsets.append(total)
+        total += n
+    out: list[tuple[int, ByteDFA, int]] = []
+    for i, (_, edges, accepting) in enumerate(parts):
+        base = offsets[i]
+        out.extend((p + base, label, q + base) for p, label, q in edges)
+        if i + 1 < len(parts):
+            _, next_edges, next_accepting = parts[i + 1]
+            if 0 in next_accepting:
+                return None
+            starts = [(label, q + offsets[i + 1]) for p, label, q in next_edges if p == 0]
+            out.extend((a + base, label, q) for a in accepting for label, q in starts)
+    return total, out, tuple(q + offsets[-1] for q in parts[-1][2])
+
+
+def _trie(labels: tuple[ByteDFA, ...]) -> tuple[np.ndarray, np.ndarray] | None:
+    """The deterministic trie of ``labels`` read together: rows of 256 entries, a state (>= 0, the root 0), dead
+    (-1) or ``_LEAF - i`` where label ``i`` ends; and for each byte the id of its column (bytes with equal
+    columns: equal ids). ``None`` where two labels end together or one ends where another (or itself) goes on."""
+    key = tuple(label.fingerprint for label in labels)
+    if key in _TRIE_CACHE:
+        return _TRIE_CACHE[key]
+    trie = _built_trie(labels)
+    found = None if trie is None else (trie, np.unique(trie.T, axis=0, return_inverse=True)[1].reshape(-1))
+    if len(_TRIE_CACHE) >= _TRIE_CACHE_SIZE:
+        _TRIE_CACHE.clear()
+    _TRIE_CACHE[key] = found
+    return found
+
+
+def _built_trie(labels: tuple[ByteDFA, ...]) -> np.ndarray | None:
+    k = len(labels)
+    dead_row = np.full(256, -1, dtype=np.int64)
+    exits = [(label.transitions >= 0).any(axis=1) for label in labels]
+    start = (0,) * k
+    index = {start: 0}
+    queue = [start]
+    rows = []
+    for at in queue:  # a product state: each label's state, -1 where it died
+        current_budget().tick("building a string's automaton")
+        moves = np.stack([labels[i].transitions[s].astype(np.int64) if s >= 0 else dead_row
+                          for i, s in enumerate(at)]) if k else dead_row[None, :]
+        columns, inverse = np.unique(moves.T, axis=0, return_inverse=True)
+        targets = np.empty(len(columns), dtype=np.int64)
+        for c, column in enumerate(columns.tolist()):
+            live = [i for i, s in enumerate(column) if s >= 0]
+            if not live:
+                targets[c] = -1
+                continue
+            ended = [i for i in live if labels[i].accepting[column[i]]]
+            if ended:
+                i = ended[0]
+                if len(live) > 1 or exits[i][column[i]]:
+                    return None  # two spellings end together, or one goes on past another's end
+                targets[c] = _LEAF - i
+                continue
+            state = tuple(column)
+            found = index.get(state)
+            if found is None:
+                found = index[state] = len(index)
+                queue.append(state)
+            targets[c] = found
+        rows.append(targets[inverse.reshape(-1)])
+    return np.array(rows, dtype=np.int64).reshape(-1, 256)
