@@ -126,32 +126,32 @@ def _trie(labels: tuple[ByteDFA, ...]) -> tuple[np.ndarray, np.ndarray] | None:
 
 
 def _built_trie(labels: tuple[ByteDFA, ...]) -> np.ndarray | None:
-    k = len(labels)
-    dead_row = np.full(256, -1, dtype=np.int64)
     exits = [(label.transitions >= 0).any(axis=1) for label in labels]
-    start = (0,) * k
+    start = tuple((i, 0) for i in range(len(labels)))
     index = {start: 0}
     queue = [start]
     rows = []
-    for at in queue:  # a product state: each label's state, -1 where it died
+    for at in queue:  # a product state: ``(label, its state)`` of each label still alive (past a few bytes: one)
         current_budget().tick("building a string's automaton")
-        moves = np.stack([labels[i].transitions[s].astype(np.int64) if s >= 0 else dead_row
-                          for i, s in enumerate(at)]) if k else dead_row[None, :]
-        columns, inverse = np.unique(moves.T, axis=0, return_inverse=True)
+        if not at:
+            rows.append(np.full(256, -1, dtype=np.int64))
+            continue
+        moves = np.stack([labels[i].transitions[q] for i, q in at]).astype(np.int64)
+        columns, inverse = _distinct_columns(moves)
         targets = np.empty(len(columns), dtype=np.int64)
-        for c, column in enumerate(columns.tolist()):
-            live = [i for i, s in enumerate(column) if s >= 0]
+        for c, column in enumerate(columns):
+            live = [(i, q) for (i, _), q in zip(at, column) if q >= 0]
             if not live:
                 targets[c] = -1
                 continue
-            ended = [i for i in live if labels[i].accepting[column[i]]]
+            ended = [(i, q) for i, q in live if labels[i].accepting[q]]
             if ended:
-                i = ended[0]
-                if len(live) > 1 or exits[i][column[i]]:
+                i, q = ended[0]
+                if len(live) > 1 or exits[i][q]:
                     return None  # two spellings end together, or one goes on past another's end
                 targets[c] = _LEAF - i
                 continue
-            state = tuple(column)
+            state = tuple(live)
             found = index.get(state)
             if found is None:
                 found = index[state] = len(index)
@@ -159,3 +159,22 @@ def _built_trie(labels: tuple[ByteDFA, ...]) -> np.ndarray | None:
             targets[c] = found
         rows.append(targets[inverse.reshape(-1)])
     return np.array(rows, dtype=np.int64).reshape(-1, 256)
+
+
+def _distinct_columns(moves: np.ndarray) -> tuple[list[list[int]], np.ndarray]:
+    """The distinct columns of ``moves`` (as lists) and each byte's column among them."""
+    if len(moves) == 1:
+        values, inverse = np.unique(moves[0], return_inverse=True)
+        return [[v] for v in values.tolist()], inverse
+    # columns keyed by one int each (a product with random weights, wrapping), then checked: a collision is as
+    # good as impossible, and would only cost the exact way
+    keys = (moves + 1).T @ _WEIGHTS[:len(moves)] if len(moves) <= len(_WEIGHTS) else None
+    if keys is not None:
+        _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+        if np.array_equal(moves[:, first][:, inverse], moves):
+            return moves[:, first].T.tolist(), inverse
+    columns, inverse = np.unique(moves.T, axis=0, return_inverse=True)
+    return columns.tolist(), inverse.reshape(-1)
+
+
+_WEIGHTS = np.random.default_rng(0).integers(1, 1 << 62, size=64, dtype=np.int64)
