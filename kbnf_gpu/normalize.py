@@ -138,8 +138,10 @@ class _Builder:
         return [self.sequence(expr, owner)]
 
     def sequence(self, expr: ir.Expr, owner: str) -> tuple[int, ...]:
-        items = _flatten_sequence(expr)
-        return tuple(self.symbol(item, owner) for item in items)
+        items = expr.items if type(expr) is ir.Sequence else None
+        if items is None or not all(type(x) is ir.Terminal or type(x) is ir.Ref for x in items):
+            items = _flatten_sequence(expr)  # most alternatives are flat already (a JSON Schema's: all)
+        return tuple([self.symbol(item, owner) for item in items])
 
     def symbol(self, expr: ir.Expr, owner: str) -> int:
         """One BNF symbol standing for ``expr`` (creating helper rules as needed).
