@@ -20,6 +20,7 @@ import numpy as np
 
 from ..budget import current_budget
 from .dfa import ByteDFA, finalize
+from .nfa import well_formed
 
 _LEAF = -2  # a trie entry ``_LEAF - i``: label ``i`` has read one whole spelling (its next state's root)
 _TRIE_CACHE: dict[tuple[str, ...], tuple | None] = {}  # the labels' fingerprints -> their trie and byte classes
@@ -31,8 +32,7 @@ def labelled_dfa(
 ) -> ByteDFA | None:
     """The minimal DFA of the automaton with ``edges`` ``(p, label's DFA, q)`` (start 0), or ``None`` where its
     labels do not make deterministic tries (see the module) or the tries together pass ``max_states``."""
-    if n_states < 1 or any(not (0 <= p < n_states and 0 <= q < n_states) for p, _, q in edges) or any(
-            not 0 <= q < n_states for q in accepting):
+    if not well_formed(n_states, edges, accepting):
         return None  # the subset construction's path says what is wrong
     leaving: list[list[tuple[ByteDFA, int]]] = [[] for _ in range(n_states)]
     for p, label, q in edges:
@@ -79,21 +79,18 @@ def labelled_dfa(
     return dfa if dfa.n_states <= max_states else None
 
 
-
-
 Labelled = tuple[int, Sequence[tuple[int, ByteDFA, int]], Sequence[int]]  # (states, edges, accepting states)
 
 
 def chained(parts: Sequence[Labelled]) -> Labelled | None:
     """The concatenation of labelled automata as one (a string's quotes around its automaton): each part's
     accepting states take the next part's start edges (the empty move between them, removed by copying), its
-    states numbered after the parts before it. ``None`` where a part is malformed or one before the last
-    accepts the empty string."""
+    states numbered after the parts before it. ``None`` where a part is malformed or one after the first
+    accepts the empty string (its start state accepts)."""
     offsets = []
     total = 0
     for n, edges, accepting in parts:
-        if n < 1 or any(not (0 <= p < n and 0 <= q < n) for p, _, q in edges) or any(
-                not 0 <= q < n for q in accepting):
+        if not well_formed(n, edges, accepting):
             return None
         offsets.append(total)
         total += n

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
-from typing import Callable, Union
+from typing import Callable, Sequence, Union
 
 import numpy as np
 
@@ -357,6 +357,12 @@ def _merged_repeat(node: ir.Repeat) -> ir.Repeat:
     return node
 
 
+def well_formed(n_states: int, edges: Sequence[tuple[int, object, int]], accepting: Sequence[int]) -> bool:
+    """Whether an automaton's edges and accepting states name its states ``0..n_states - 1`` (and it has one)."""
+    return n_states >= 1 and all(0 <= p < n_states and 0 <= q < n_states for p, _, q in edges) and all(
+        0 <= q < n_states for q in accepting)
+
+
 def _children(node: Node) -> tuple:
     if isinstance(node, ir.Concat):
         return node.parts
@@ -368,10 +374,8 @@ def _children(node: Node) -> tuple:
             raise InvalidExpr(f"invalid repeat bounds {{{lo},{'' if hi is None else hi}}}")
         return (node.item,)
     if isinstance(node, ir.Automaton):
-        n = node.n_states
-        if n < 1 or any(not (0 <= p < n and 0 <= q < n) for p, _, q in node.edges) or any(
-                not 0 <= q < n for q in node.accepting):
-            raise InvalidExpr(f"invalid automaton: a state outside 0..{n - 1}")
+        if not well_formed(node.n_states, node.edges, node.accepting):
+            raise InvalidExpr(f"invalid automaton: a state outside 0..{node.n_states - 1}")
         return tuple(label for _, label, _ in node.edges)
     raise InvalidExpr(f"not a regular expression node: {type(node).__name__}")
 
