@@ -567,6 +567,23 @@ def test_labelled_automaton_is_built_without_the_subset_construction(n_states, d
     assert np.array_equal(quoted.accepting, subset.accepting), edges
 
 
+def test_labelled_trie_cache_is_bounded(monkeypatch):
+    """The tries are shared across grammars in a bounded cache (rows in all): emptied when a new trie would pass
+    the bound, and what it gives is unchanged."""
+    from kbnf_gpu.automata import labelled
+    from kbnf_gpu.frontends.json_schema._strings import encode
+
+    monkeypatch.setattr(labelled, "_TRIE_CACHE_ROWS", 40)  # a trie here: 8 rows
+    monkeypatch.setattr(labelled, "_TRIE_CACHE", {})
+    monkeypatch.setattr(labelled, "_trie_rows", 0)
+    for first in range(0x41, 0x5B):  # one spelled class per automaton: a new trie each time
+        label = regexpr_to_dfa(encode(ir.CharClass(((first, first), (0xE9, 0xE9)))))
+        dfa = labelled.labelled_dfa(2, [(0, label, 1), (1, label, 1)], (1,), 10_000)
+        assert dfa.matches(chr(first).encode() + "é".encode() + b"\\u00e9") and not dfa.matches(b"")
+        held = sum(len(found[0]) for found in labelled._TRIE_CACHE.values() if found is not None)
+        assert held == labelled._trie_rows <= 40
+
+
 def test_labelled_automaton_gives_way_where_labels_overlap():
     """Two labels of one state that share a spelling, a label that is a prefix of another, a label that reads
     nothing: no deterministic trie, so ``None`` (the subset construction, checked above by brute force)."""

@@ -25,6 +25,8 @@ from .nfa import well_formed
 _LEAF = -2  # a trie entry ``_LEAF - i``: label ``i`` has read one whole spelling (its next state's root)
 _TRIE_CACHE: dict[tuple[str, ...], tuple | None] = {}  # the labels' fingerprints -> their trie and byte classes
 _TRIE_CACHE_SIZE = 512
+_TRIE_CACHE_ROWS = 1 << 13  # trie rows the cache may hold in all (a row is 1 KB: 8 MB); past either, it is emptied
+_trie_rows = 0
 
 
 def labelled_dfa(
@@ -114,11 +116,15 @@ def _trie(labels: tuple[ByteDFA, ...]) -> tuple[np.ndarray, np.ndarray] | None:
     key = tuple(label.fingerprint for label in labels)
     if key in _TRIE_CACHE:
         return _TRIE_CACHE[key]
+    global _trie_rows
     trie = _built_trie(labels)
     found = None if trie is None else (trie, np.unique(trie.T, axis=0, return_inverse=True)[1].reshape(-1))
-    if len(_TRIE_CACHE) >= _TRIE_CACHE_SIZE:
+    rows = 0 if trie is None else len(trie)
+    if len(_TRIE_CACHE) >= _TRIE_CACHE_SIZE or _trie_rows + rows > _TRIE_CACHE_ROWS:
         _TRIE_CACHE.clear()
+        _trie_rows = 0
     _TRIE_CACHE[key] = found
+    _trie_rows += rows
     return found
 
 
@@ -131,7 +137,7 @@ def _built_trie(labels: tuple[ByteDFA, ...]) -> np.ndarray | None:
     for at in queue:  # a product state: ``(label, its state)`` of each label still alive (past a few bytes: one)
         current_budget().tick("building a string's automaton")
         if not at:
-            rows.append(np.full(256, -1, dtype=np.int64))
+            rows.append(np.full(256, -1, dtype=np.int32))
             continue
         moves = np.stack([labels[i].transitions[q] for i, q in at]).astype(np.int64)
         columns, inverse = _distinct_columns(moves)
@@ -155,7 +161,7 @@ def _built_trie(labels: tuple[ByteDFA, ...]) -> np.ndarray | None:
                 queue.append(state)
             targets[c] = found
         rows.append(targets[inverse.reshape(-1)])
-    return np.array(rows, dtype=np.int64).reshape(-1, 256)
+    return np.array(rows, dtype=np.int32).reshape(-1, 256)
 
 
 def _distinct_columns(moves: np.ndarray) -> tuple[list[list[int]], np.ndarray]:
