@@ -48,23 +48,22 @@ def labelled_dfa(
     classes: dict[int, np.ndarray] = {}  # id(trie) -> its byte classes
     order = [0]  # the states reachable from the start, each with its trie
     seen = {0}
+    offset: dict[int, int] = {}  # where each state's trie starts in the table
+    total = 0
     for p in order:
         budget.tick("building a string's automaton")
         found = _trie(tuple(label for label, _ in leaving[p]))
         if found is None:
             return None
         tries[p], classes[id(found[0])] = found
+        offset[p] = total
+        total += len(found[0])
+        if total > max_states:
+            return None
         for _, q in leaving[p]:
             if q not in seen:
                 seen.add(q)
                 order.append(q)
-    offset: dict[int, int] = {}
-    total = 0
-    for p in order:
-        offset[p] = total
-        total += len(tries[p])
-    if total > max_states:
-        return None
     # bytes that every trie reads alike share a column (a trie's rows map to the table's row by row)
     _, first_byte, class_of_byte = np.unique(np.stack(list(classes.values())).T, axis=0, return_index=True,
                                              return_inverse=True)
