@@ -300,11 +300,8 @@ class MaskBuilder:
             run = runs(p)
             if run > repeats.get(column, 1):
                 repeats[column] = run
-        refs = []
-        for (t, q), run in repeats.items():  # a repeated lexeme's copies ahead, as rows (before the DEEP checks)
-            ref = self.tables.repeat_ref(t, q, run)
-            if ref != -1:
-                refs.append(((ref,), (), ()) if ref >= 0 else ((), (ref,), ()))
+        # a repeated lexeme's copies ahead, as rows (before the DEEP checks)
+        refs = [_split_refs([self.tables.repeat_ref(t, q, run) for (t, q), run in repeats.items()], [])]
         # many literal scan pairs with one follower set (the keys after '{"'): one table of what they can still match
         literal_rest, group_min = self.tables.literal_rest, self.tables.group_min
         by_followers: dict[tuple[int, ...], list[tuple[int, int, tuple[bytes, ...]]]] = {}

@@ -184,6 +184,9 @@ def _thread(b: "Builder", d: DFA, lo: int, hi: Optional[int], C: int, bounded_re
             found = by_language[(kind, key)] = b.term(seq(r, close) if kind == "string_tail" else r, kind)
         return found
 
+    def node_term(node: int, kind: str) -> Optional[ir.Terminal]:
+        return language_term((node,), languages.dfa(node), kind)  # a node is the key of its language
+
     accepting = {q for q in range(d.n) if d.accept[q]}
     # the chunk languages from every state at a chunk boundary (the states ``chunks`` is asked for), as nodes:
     # fail before writing any chunk when their automata together would pass the bound (a node is cheap; a
@@ -206,8 +209,7 @@ def _thread(b: "Builder", d: DFA, lo: int, hi: Optional[int], C: int, bounded_re
 
     def chunks(p: int) -> list[tuple[int, ir.Terminal]]:
         if p not in chunk_terms:
-            chunk_terms[p] = [(q, language_term((node,), languages.dfa(node), "string_chunk"))
-                              for q, node in chunk_nodes[p]]
+            chunk_terms[p] = [(q, node_term(node, "string_chunk")) for q, node in chunk_nodes[p]]
         return chunk_terms[p]
 
     def end(p: int, lo_: int, hi_: Optional[int]) -> Optional[ir.Terminal]:
@@ -217,7 +219,7 @@ def _thread(b: "Builder", d: DFA, lo: int, hi: Optional[int], C: int, bounded_re
                 found = language_term(canonical_key(language), language, "string_tail") if language else None
             else:
                 node = languages.root(p, lo_, hi_, accepting)
-                found = language_term((node,), languages.dfa(node), "string_tail")
+                found = node_term(node, "string_tail")
             end_terms[(p, lo_, hi_)] = found
         return end_terms[(p, lo_, hi_)]
 
