@@ -319,7 +319,7 @@ def test_chain_detection_rejects_non_chains():
 def test_edge_vocabularies():
     a = literal_dfa(b"ab")
     only_specials = Vocabulary({0: b"", 1: None}, size=33)
-    for s in inside_sets(a, only_specials) + cross_sets(a, a, only_specials):
+    for s in [*inside_sets(a, only_specials), *cross_sets(a, a, only_specials)]:
         assert s.count == 0 and s.vocab_size == 33
     long = [b"ab" * 200, b"a", b"ab"]  # a token far longer than the DFA
     sets = inside_sets(make_dfa(2, {(0, 97): 1, (1, 98): 0}, [0, 1]), vocab_of(long))
@@ -924,20 +924,20 @@ def test_converging_many_state_dfas_match_definition(dfa, tokens, data):
 
 @FAST
 @given(st.lists(st.tuples(st.integers(0, 5), st.integers(0, 70)), max_size=300), st.integers(0, 8))
-def test_sets_from_pairs_and_masks(pairs, limit):
-    from kbnf_gpu.compile.token_sets import sets_from_masks, sets_from_pairs
+def test_sets_from_pairs(pairs, limit):
+    """Each group's distinct tokens, dense exactly when they are more than the limit, packed as the cache keeps
+    them (the same array as packing the sets one by one)."""
+    from kbnf_gpu.compile.packed_sets import pack_sets, sets_from_pairs
 
     V = 71
     groups = np.array([g for g, _ in pairs], dtype=np.int64)
     tokens = np.array([t for _, t in pairs], dtype=np.int64)
     sets = sets_from_pairs(groups, tokens, 6, V, sparse_limit=limit)
-    masks = np.zeros((6, V), dtype=bool)
-    for g, t in pairs:
-        masks[g, t] = True
-    assert sets == sets_from_masks(masks, sparse_limit=limit)
+    assert len(sets) == 6
     for g, s in enumerate(sets):
         assert ids(s) == {t for gg, t in pairs if gg == g}
-        assert s.is_dense == (s.count > limit)
+        assert s.count == len(ids(s)) and s.is_dense == (s.count > limit)
+    assert np.array_equal(sets.blob, pack_sets(tuple(sets)))
 
 
 def test_table_cache_threads():

@@ -35,7 +35,8 @@ from .tables import (
     state_inside_set,
     tabulates_lexemes,
 )
-from .token_sets import DEFAULT_SPARSE_LIMIT, TokenSet, words_for
+from .packed_sets import SETS_MAGIC, PackedSets, pack_sets
+from .token_sets import DEFAULT_SPARSE_LIMIT, TokenSet
 from .token_trie import TokenTrie, VocabularyLike
 
 FORMAT = "kbnf_gpu.tables/1"
@@ -321,9 +322,7 @@ class TableCache:
         return table
 
 
-_SETS_MAGIC = 0x4B545331  # "KTS1"
 _SPLITS_MAGIC = 0x4B4C5331  # "KLS1"
-_NONE = np.uint32(0xFFFFFFFF)
 
 
 def encode_table(table: Table | Sequence[TokenSet]) -> np.ndarray:
@@ -338,19 +337,7 @@ def encode_table(table: Table | Sequence[TokenSet]) -> np.ndarray:
     if isinstance(table, LexemeSplits):
         head = np.array([_SPLITS_MAGIC, table.vocab_size, table.count], dtype=np.uint32)
         return np.concatenate([head, table.token_ids.astype(np.uint32), table.offsets.astype(np.uint32)])
-    n = len(table)
-    vocab_size = table[0].vocab_size if table else 0
-    dense_at = [i for i, s in enumerate(table) if s.bits is not None]
-    dense_of = np.full(n, _NONE, dtype=np.uint32)
-    dense_of[dense_at] = np.arange(len(dense_at), dtype=np.uint32)
-    sizes = np.fromiter((0 if s.ids is None else s.ids.size for s in table), dtype=np.int64, count=n)
-    ptr = np.zeros(n + 1, dtype=np.uint32)
-    np.cumsum(sizes, out=ptr[1:])
-    ids = [np.ascontiguousarray(s.ids, dtype=np.int32).view(np.uint32) for s in table if s.ids is not None and s.ids.size]
-    head = np.array([_SETS_MAGIC, vocab_size, n, len(dense_at), int(ptr[-1])], dtype=np.uint32)
-    counts = np.fromiter((s.count for s in table), dtype=np.uint32, count=n)
-    dense = [np.ascontiguousarray(table[i].bits, dtype=np.uint32) for i in dense_at]
-    return np.concatenate([head, counts, dense_of, ptr, *ids, *dense])
+    return pack_sets(table)
 
 
 def decode_table(blob: np.ndarray) -> Table:
@@ -370,87 +357,6 @@ def decode_table(blob: np.ndarray) -> Table:
         token_ids.setflags(write=False)
         offsets.setflags(write=False)
         return LexemeSplits(vocab_size, token_ids, offsets)
-    if magic != _SETS_MAGIC or blob.size < 5:
+    if magic != SETS_MAGIC or blob.size < 5:
         raise ValueError("not a token table")
     return PackedSets(blob)
-
-
-class PackedSets(Sequence[TokenSet]):
-    """A table's token sets (one per DFA state) held as the one flat array of :func:`encode_table`.
-
-    Cached tables are kept in this form: one array per table instead of a
-    ``TokenSet`` per state, so thousands of cached tables cost the garbage
-    collector nothing to scan, and a state's set is cut out only when a
-    grammar reaches it. Equal to any sequence of equal sets.
-    """
-
-    __slots__ = ("_blob", "_vocab_size", "_counts", "_dense_of", "_ptr", "_ids", "_dense", "_digests")
-
-    def __init__(self, blob: np.ndarray, *, check: bool = True) -> None:
-        vocab_size, n, n_dense, nnz = (int(x) for x in blob[1:5])
-        w = words_for(vocab_size)
-        at = 5
-        counts, dense_of, ptr = blob[at : at + n], blob[at + n : at + 2 * n], blob[at + 2 * n : at + 3 * n + 1]
-        at += 3 * n + 1
-        if blob.size != at + nnz + n_dense * w or ptr.size != n + 1 or int(ptr[-1]) != nnz:
-            raise ValueError("token table: wrong length")
-        if check:  # a blob read from disk; one packed here is right by construction
-            if nnz and int(blob[at : at + nnz].max()) >= vocab_size or (np.diff(ptr.astype(np.int64)) < 0).any():
-                raise ValueError("token table: malformed ids")
-            is_dense = dense_of != _NONE
-            if (dense_of[is_dense] >= n_dense).any():
-                raise ValueError("token table: bad dense row")
-            if (np.diff(ptr.astype(np.int64))[~is_dense] != counts[~is_dense]).any():
-                raise ValueError("token table: count mismatch")
-        blob = blob.copy() if blob.flags.writeable or not blob.flags.c_contiguous else blob
-        blob.setflags(write=False)
-        self._blob = blob
-        self._vocab_size = vocab_size
-        # tuples and a dict of atomic values: the collector stops tracking them
-        self._counts = tuple(counts.tolist())
-        self._dense_of = tuple(int(d) if d != _NONE else -1 for d in dense_of.tolist())
-        self._ptr = tuple(ptr.tolist())
-        self._ids = blob[at : at + nnz].view(np.int32)
-        self._dense = blob[at + nnz :].reshape(n_dense, w)
-        self._digests: dict[int, bytes] = {}
-
-    @classmethod
-    def of(cls, sets: Sequence[TokenSet]) -> "PackedSets":
-        if isinstance(sets, PackedSets):
-            return sets
-        blob = encode_table(tuple(sets))
-        blob.setflags(write=False)  # ours alone: no defensive copy
-        return cls(blob, check=False)
-
-    @property
-    def blob(self) -> np.ndarray:
-        return self._blob
-
-    def __len__(self) -> int:
-        return len(self._counts)
-
-    def __getitem__(self, q):  # type: ignore[override]
-        if isinstance(q, slice):
-            return tuple(self[i] for i in range(*q.indices(len(self))))
-        if q < 0:
-            q += len(self)
-        d = self._dense_of[q]
-        if d < 0:
-            return TokenSet(self._vocab_size, self._counts[q], ids=self._ids[self._ptr[q] : self._ptr[q + 1]])
-        tokens = TokenSet(self._vocab_size, self._counts[q], bits=self._dense[d])
-        digest = self._digests.get(d)
-        if digest is None:  # a race computes it twice, with one result
-            self._digests[d] = tokens.store_key()
-        else:
-            object.__setattr__(tokens, "_store_key", digest)
-        return tokens
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Sequence):
-            return NotImplemented
-        return len(self) == len(other) and all(a == b for a, b in zip(self, other))
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def __repr__(self) -> str:
-        return f"PackedSets({len(self)} sets, {self._blob.nbytes} bytes)"

@@ -36,7 +36,8 @@ from .dfa_walk import (
     takes_first,
     walk,
 )
-from .token_sets import DEFAULT_SPARSE_LIMIT, TokenSet, sets_from_pairs
+from .packed_sets import sets_from_pairs
+from .token_sets import DEFAULT_SPARSE_LIMIT, TokenSet
 from .token_trie import TokenTrie, VocabularyLike, trie_for
 
 
@@ -86,7 +87,7 @@ def _lexeme_at(lexemes: Sequence[Lexemes], positions: np.ndarray, trie: TokenTri
 
 def inside_sets(
     dfa: DFALike, vocab: VocabularyLike | TokenTrie, sparse_limit: int = DEFAULT_SPARSE_LIMIT
-) -> tuple[TokenSet, ...]:
+) -> Sequence[TokenSet]:
     """``INSIDE[dfa][q]`` for every state ``q``."""
     trie = as_trie(vocab)
     return inside_of_walk(walk(trie, dfa, inside=True), _n_states(dfa), trie.vocab_size, sparse_limit)
@@ -94,11 +95,12 @@ def inside_sets(
 
 def inside_of_walk(
     result: WalkResult, n_states: int, vocab_size: int, sparse_limit: int = DEFAULT_SPARSE_LIMIT
-) -> tuple[TokenSet, ...]:
+) -> Sequence[TokenSet]:
     """The INSIDE sets a walk found, one per state."""
-    sets = list(
-        sets_from_pairs(result.inside_states, result.inside_tokens, n_states, vocab_size, sparse_limit)
-    )
+    packed = sets_from_pairs(result.inside_states, result.inside_tokens, n_states, vocab_size, sparse_limit)
+    if not result.inside_bits:
+        return packed
+    sets = list(packed)
     for states, bits in result.inside_bits:
         for q, s in zip(states.tolist(), sets_from_bitsets(bits, vocab_size, sparse_limit)):
             sets[q] = s
@@ -190,7 +192,7 @@ def cross_sets(
     dfa_b: DFALike,
     vocab: VocabularyLike | TokenTrie,
     sparse_limit: int = DEFAULT_SPARSE_LIMIT,
-) -> tuple[TokenSet, ...]:
+) -> Sequence[TokenSet]:
     """``CROSS[a, b][q]`` for every state ``q`` of ``dfa_a``."""
     trie = as_trie(vocab)
     states, tokens = _cross_pairs(accept_events(trie, dfa_a), dfa_b, trie)
@@ -291,7 +293,7 @@ def deep_sets(
     lexemes: Sequence[Lexemes],
     vocab: VocabularyLike | TokenTrie,
     sparse_limit: int = DEFAULT_SPARSE_LIMIT,
-) -> tuple[TokenSet, ...]:
+) -> Sequence[TokenSet]:
     """``DEEP[a; B][q]`` for every state ``q`` of ``dfa_a``, B given by its :data:`Lexemes`."""
     trie = as_trie(vocab)
     n = _n_states(dfa_a)
