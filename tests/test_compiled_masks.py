@@ -274,6 +274,45 @@ def test_artifact_of_a_counted_repetition_masks_exactly(tmp_path):
     assert any(ref != -1 for ref in loaded.tables._repeat_refs.values())
 
 
+def test_eager_tables_hold_every_repeat_row_and_artifacts_keep_them(tmp_path):
+    """``build_all`` (an eager compile, an artifact) computes the rows of a counted repetition's copies ahead
+    for every state of ``X`` and every count of copies the grammar has (one walk of each ``X{1,r}``): each equals
+    the row of that state alone; an artifact keeps them, so the loaded grammar's masks compute none; a saved
+    repeat row that names no state, or no stored row, is refused."""
+    from kbnf_gpu.compile.grammar_tables import GrammarTables
+    from kbnf_gpu.compile.table_cache import TableCache
+    from kbnf_gpu.automata.build import repeat_copies
+    from kbnf_gpu.runtime.masks import repeated_terminals
+
+    tokens = [b"ab", b"ca", b"abab", b"abcaab", b"ababab", b"cacbcaab", b"bcaab", b"ab;", b";", b".", b"a", b"b",
+              b"c", b"cbab.", b"abcbca"]
+    vocab = Vocabulary(dict(enumerate(tokens + [b"</s>"])), special_ids=[len(tokens)], eos_ids=[len(tokens)])
+    config = CompileConfig(sparse_limit=2, fuse=False)
+    bnf = normalize(counted_grammars()[1], NormalizeConfig(fuse=False))
+    tables = build_grammar_tables(bnf, vocab, config=config, eager=True)
+    wanted = {(tables.same_dfa(t), q, r) for t, r in repeated_terminals(bnf) for q in range(bnf.dfas[t].n_states)}
+    assert {r for _, _, r in wanted} == {2, 3, 4, 5}  # X{3,9}: 5 copies ahead at most (REPEATS), down to 2
+    assert set(tables._repeat_refs) == wanted
+    fresh = TableCache(sparse_limit=2)
+    for (t, q, r), ref in tables._repeat_refs.items():
+        alone = fresh.inside_state(repeat_copies(bnf.dfas[t], r + 1), q, vocab)
+        assert tables.store.get(ref) == alone
+    compiled = CompiledGrammar(bnf, vocab, config=config, end_mode="eos", tables=tables)
+    compiled.save(tmp_path / "counted.kbnfgpu")
+    loaded = load_compiled(tmp_path / "counted.kbnfgpu", vocab)
+    saved = dict(loaded.tables._repeat_refs)
+    assert set(saved) == wanted
+    assert all(loaded.tables.store.get(saved[k]) == tables.store.get(tables._repeat_refs[k]) for k in wanted)
+    assert walk_and_compare(loaded, random.Random(2), walks=6, steps=12) >= 6
+    assert loaded.tables._repeat_refs == saved  # every row a mask asked for was in the artifact
+    arrays = tables.to_arrays()
+    for name, at, value in (("repeat_keys", (0, 1), 99), ("repeat_keys", (0, 2), 1), ("repeat_refs", 0, 10**6)):
+        bad = {k: v.copy() for k, v in arrays.items()}
+        bad[name][at] = value
+        with pytest.raises(ValueError, match="repeat row|outside the stored rows"):
+            GrammarTables.from_arrays(bnf, tables.trie, fresh, bad)
+
+
 def walk_in_lockstep(first: CompiledGrammar, second: CompiledGrammar, rng: random.Random, walks: int) -> None:
     """Random walks through ``first``'s allowed tokens: ``second`` allows, accepts and finishes the same."""
     for _ in range(walks):

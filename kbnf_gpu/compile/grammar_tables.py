@@ -37,8 +37,9 @@ from ..automata.dfa import ByteDFA
 from ..errors import DFATooLarge
 from ..normalize import BnfGrammar
 from ..runtime.caches import GenerationalCache
+from ..runtime.masks import repeated_terminals
 from .dfa_walk import chain_literal, has_heavy_state, walk_width
-from .row_store import RowStore
+from .row_store import EMPTY_REF, RowStore
 from .tables import prefix_set, rest_cross_set, rest_deep_set
 from .table_cache import TableCache
 from .token_sets import TokenSet
@@ -300,13 +301,31 @@ class GrammarTables:
         key = (t, q, repeats)
         ref = self._repeat_refs.get(key)
         if ref is None:
-            dfa = self.grammar.dfas[t]
-            # fewer copies where X is large (a copy more than CROSS[X, X] covers, at least)
-            repeats = min(repeats, REPEAT_MAX_STATES // max(dfa.n_states, 1) - 1)
-            repeated = repeat_copies(dfa, repeats + 1) if repeats >= 2 else None
-            ref = -1 if repeated is None else self.store.add(self.cache.inside_state(repeated, q, self.trie))
+            repeated = self._repeated(t, repeats)
+            ref = EMPTY_REF if repeated is None else self.store.add(self.cache.inside_state(repeated, q, self.trie))
             self._repeat_refs[key] = ref
         return ref
+
+    def _repeated(self, t: int, repeats: int) -> ByteDFA | None:
+        """``X{1,repeats+1}`` for terminal ``X = t`` (``None``: none that ``repeat_ref`` serves)."""
+        dfa = self.grammar.dfas[t]
+        # fewer copies where X is large (a copy more than CROSS[X, X] covers, at least)
+        repeats = min(repeats, REPEAT_MAX_STATES // max(dfa.n_states, 1) - 1)
+        return repeat_copies(dfa, repeats + 1) if repeats >= 2 else None
+
+    def _build_repeats(self, progress: Callable[[str, int, int], None] | None = None) -> None:
+        """Every repeat row the grammar can ask for (``repeated_terminals``): each state of ``X`` with each count
+        of copies ahead, as ``build_all`` computes the other tables (state by state: a small ``X{1,r}`` turns
+        whole in the table cache, a large one's states share their short twins' walks)."""
+        columns = sorted({(self.same_dfa(t), r) for t, r in repeated_terminals(self.grammar)})
+        total = sum(self.grammar.dfas[t].n_states for t, _ in columns)
+        done = 0
+        for t, repeats in columns:
+            for q in range(self.grammar.dfas[t].n_states):
+                self.repeat_ref(t, q, repeats)
+                done += 1
+                if progress is not None:
+                    progress("repeat rows", done, total)
 
     def same_dfa(self, t: int) -> int:
         """A representative of the terminals whose DFA equals ``t``'s (tables depend on DFAs only)."""
@@ -422,7 +441,8 @@ class GrammarTables:
         return found
 
     def build_all(self, progress: Callable[[str, int, int], None] | None = None) -> "GrammarTables":
-        """Compute every table the grammar can reach: INSIDE per terminal, CROSS/DEEP per static FOLLOW pair."""
+        """Compute every table the grammar can reach: INSIDE per terminal, CROSS/DEEP per static FOLLOW pair,
+        and the rows of its counted repetitions (``repeat_ref``)."""
         follow = terminal_follow(self.grammar)
         total = len(self.grammar.dfas) + sum(len(f) for f in follow)
         done = 0
@@ -437,6 +457,7 @@ class GrammarTables:
                 done += 1
                 if progress is not None:
                     progress("token tables", done, total)
+        self._build_repeats(progress)
         return self
 
     # ---------------------------------------------------------- serialization
@@ -454,6 +475,9 @@ class GrammarTables:
         arrays["cross_ptr"] = np.cumsum([0] + [a.size for a in cross]).astype(np.int64)
         arrays["cross_refs"] = _concat(cross)
         arrays["deep_refs"] = _concat(deep)
+        repeat_keys = sorted(self._repeat_refs)
+        arrays["repeat_keys"] = np.array(repeat_keys, dtype=np.int64).reshape(-1, 3)
+        arrays["repeat_refs"] = np.array([self._repeat_refs[k] for k in repeat_keys], dtype=np.int64)
         return arrays
 
     @classmethod
@@ -473,13 +497,23 @@ class GrammarTables:
         _check_ptr(cptr, arrays["cross_refs"].size, [n_states[a] for a, _ in keys], "cross")
         if arrays["deep_refs"].size != arrays["cross_refs"].size:
             raise ValueError("deep and cross tables differ in size")
+        # repeat rows: absent from artifacts written before them (then found on first use)
+        repeat_keys = arrays.get("repeat_keys", np.zeros((0, 3), dtype=np.int64)).reshape(-1, 3)
+        repeat_refs = arrays.get("repeat_refs", np.zeros(0, dtype=np.int64)).reshape(-1)
+        if repeat_refs.size != repeat_keys.shape[0] or any(
+                not (0 <= t < len(n_states) and 0 <= q < n_states[t] and r >= 2) for t, q, r in repeat_keys.tolist()):
+            raise ValueError("a repeat row names a terminal state that does not exist")
         lo, hi = -store.sparse_count, store.dense_count
-        for refs in (arrays["inside_refs"], arrays["deep_refs"], arrays["cross_refs"]):
+        for refs in (arrays["inside_refs"], arrays["deep_refs"], arrays["cross_refs"], repeat_refs):
             if refs.size and (refs.min() < lo or refs.max() >= hi):
                 raise ValueError("a table reference points outside the stored rows")
         cross = {k: LazyRefs(store, refs=arrays["cross_refs"][cptr[i]:cptr[i + 1]]) for i, k in enumerate(keys)}
         deep = {k: LazyRefs(store, refs=arrays["deep_refs"][cptr[i]:cptr[i + 1]]) for i, k in enumerate(keys)}
-        return cls(grammar, trie, cache, store, inside, cross, deep)
+        tables = cls(grammar, trie, cache, store, inside, cross, deep)
+        for (t, q, r), ref in zip(repeat_keys.tolist(), repeat_refs.tolist()):
+            # keyed by the saver's representative of the terminal's DFA: asked first here, it is ours too
+            tables._repeat_refs[(tables.same_dfa(t), q, r)] = ref
+        return tables
 
 
 def _check_ptr(ptr: np.ndarray, total: int, sizes: list[int], what: str) -> None:

@@ -226,6 +226,18 @@ class _Prediction:
         self.scan_terminals = tuple(t for _, t in moving)
 
 
+def rule_positions(grammar: BnfGrammar) -> tuple[list[int | None], list[tuple[int, ...]]]:
+    """``(pos_sym, predict)``: the rules' dotted positions laid end to end, each rule's symbols then ``None``
+    (its end), with the symbol after each dot; and per nonterminal, the first positions of its rules."""
+    rules = grammar.rules
+    pos_sym: list[int | None] = list(itertools.chain.from_iterable((*rule.rhs, None) for rule in rules))
+    rule_start = [0, *itertools.accumulate(len(rule.rhs) + 1 for rule in rules)][:-1]
+    by_lhs: list[list[int]] = [[] for _ in grammar.nonterminals]
+    for rule, start in zip(rules, rule_start):
+        by_lhs[rule.lhs].append(start)
+    return pos_sym, [tuple(starts) for starts in by_lhs]
+
+
 class EarleyParser:
     """The recognizer for one grammar; shared (also across threads) by every matcher of that grammar."""
 
@@ -233,19 +245,14 @@ class EarleyParser:
         self.grammar = grammar
         self._n_nonterminals = len(grammar.nonterminals)
         rules = grammar.rules
-        pos_sym: list[int | None] = list(itertools.chain.from_iterable((*rule.rhs, None) for rule in rules))
+        pos_sym, self.predict = rule_positions(grammar)
         sizes = [len(rule.rhs) + 1 for rule in rules]
         pos_lhs = list(itertools.chain.from_iterable(itertools.repeat(rule.lhs, n) for rule, n in zip(rules, sizes)))
-        rule_start = [0, *itertools.accumulate(sizes)][:-1]
         self.pos_sym = pos_sym
         self.pos_lhs = pos_lhs
         # the symbol after the dot is the rule's last one (Leo candidates)
         self.pos_last = [sym is not None and nxt is None for sym, nxt in zip(pos_sym, pos_sym[1:] + [None])]
         n_nt = len(grammar.nonterminals)
-        by_lhs: list[list[int]] = [[] for _ in range(n_nt)]
-        for rule, start in zip(rules, rule_start):
-            by_lhs[rule.lhs].append(start)
-        self.predict = [tuple(starts) for starts in by_lhs]
         after: list[list[int]] = [[] for _ in range(n_nt)]
         for p, sym in enumerate(pos_sym):
             if sym is not None and sym >= 0:

@@ -38,10 +38,11 @@ import numpy as np
 
 from ..compile.token_sets import unique_sorted
 from .caches import GenerationalCache
-from .earley import ANY, DEAD, DEAD_UNKNOWN, EarleyParser, ParserState
+from .earley import ANY, DEAD, DEAD_UNKNOWN, EarleyParser, ParserState, rule_positions
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..compile.grammar_tables import GrammarTables
+    from ..normalize import BnfGrammar
     from ..vocab import Vocabulary
 
 TRUNCATION_DEPTH = 3
@@ -133,6 +134,20 @@ def byte_order(vocab: "Vocabulary") -> ByteOrder:
 
 _RUN_DEPTH = 16  # nonterminals followed down by ``repeat_runs`` (a chain is one per copy: ``REPEATS`` deep)
 REPEATS = 5  # whole copies of a repeated lexeme after the current one that its rows cover (``repeat_ref``)
+
+
+def repeated_terminals(grammar: "BnfGrammar", cap: int = REPEATS) -> set[tuple[int, int]]:
+    """``(terminal, copies)`` for every position of ``grammar`` before a terminal that ``repeat_runs`` finds
+    followed by ``copies >= 2`` more of it: the repeat rows a mask can ask for (``GrammarTables.repeat_ref``)."""
+    pos_sym, predict = rule_positions(grammar)
+    runs = repeat_runs(pos_sym, predict, cap)
+    found = set()
+    for p, sym in enumerate(pos_sym):
+        if sym is not None and sym < 0:
+            copies = runs(p)
+            if copies >= 2:
+                found.add((~sym, copies))
+    return found
 
 
 def repeat_runs(pos_sym: list, predict: list, cap: int) -> "Callable[[int], int]":
