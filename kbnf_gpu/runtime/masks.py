@@ -136,11 +136,11 @@ _RUN_DEPTH = 16  # nonterminals followed down by ``repeat_runs`` (a chain is one
 REPEATS = 5  # whole copies of a repeated lexeme after the current one that its rows cover (``repeat_ref``)
 
 
-def repeated_terminals(grammar: "BnfGrammar", cap: int = REPEATS) -> set[tuple[int, int]]:
+def repeated_terminals(grammar: "BnfGrammar") -> set[tuple[int, int]]:
     """``(terminal, copies)`` for every position of ``grammar`` before a terminal that ``repeat_runs`` finds
     followed by ``copies >= 2`` more of it: the repeat rows a mask can ask for (``GrammarTables.repeat_ref``)."""
     pos_sym, predict = rule_positions(grammar)
-    runs = repeat_runs(pos_sym, predict, cap)
+    runs = repeat_runs(pos_sym, predict, REPEATS)
     found = set()
     for p, sym in enumerate(pos_sym):
         if sym is not None and sym < 0:
