@@ -86,7 +86,7 @@ def sets_from_pairs(
 
 
 class PackedSets(Sequence[TokenSet]):
-    """A table's token sets (one per DFA state) held as the one flat array of :func:`encode_table`.
+    """A table's token sets (one per DFA state) held as the one flat array of :func:`pack_sets`.
 
     Cached tables are kept in this form: one array per table instead of a
     ``TokenSet`` per state, so thousands of cached tables cost the garbage
