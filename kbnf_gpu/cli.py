@@ -62,6 +62,7 @@ def _progress_bar(stream=sys.stderr):
 
 def cmd_compile(args: argparse.Namespace) -> int:
     from .compile.compiled import compile_grammar
+    from .config import CompileConfig
     from .vocab import Vocabulary
 
     text, syntax = _read_grammar(args.grammar, args.syntax)
@@ -69,8 +70,10 @@ def cmd_compile(args: argparse.Namespace) -> int:
     vocab = Vocabulary.from_name(args.tokenizer) if "/" not in args.tokenizer and not Path(args.tokenizer).exists() \
         else Vocabulary.from_path(args.tokenizer)
     t0 = time.perf_counter()
+    # an offline compile: no wall-clock limit unless asked (a request's compile keeps the library's default)
+    config = CompileConfig(time_budget_s=args.time_budget)
     compiled = compile_grammar(source, vocab, syntax=syntax, start=args.start, end_mode=args.end_mode, eager=True,
-                               progress=None if args.quiet else _progress_bar())
+                               config=config, progress=None if args.quiet else _progress_bar())
     seconds = time.perf_counter() - t0
     size = compiled.save(args.output)
     summary = compiled.summary()
@@ -116,6 +119,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="tokenizer.json, tiktoken file, SentencePiece .model, or llama3|gpt2|qwen|mistral")
     p.add_argument("-o", "--output", required=True)
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--time-budget", type=float, default=None, metavar="SECONDS",
+                   help="fail if compiling takes longer (default: no limit)")
     p.set_defaults(func=cmd_compile)
 
     for name, func, helptext in (("demo", cmd_demo, "serving-loop demo: JSON for 16 sequences"),

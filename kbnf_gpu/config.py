@@ -27,7 +27,8 @@ class CompileConfig:
     * ``max_schema_branches``: JSON Schema ``anyOf``/``oneOf`` branch combinations
       of one subschema (the product of the widths of the choices it combines;
       each combination is a rule with its own terminals, milliseconds apiece);
-    * ``time_budget_s``: wall-clock seconds for ``compile_grammar`` (``None``: no limit).
+    * ``time_budget_s``: wall-clock seconds for ``compile_grammar``, an eager compile's tables included
+      (``None``: no limit; ``kbnf-gpu compile``, an offline build, sets none unless ``--time-budget``).
 
     Fusion of regular sub-grammars into one terminal: ``fuse`` (``None``, the
     default: fused for grammar texts, not for JSON Schemas),

@@ -59,3 +59,25 @@ def test_compile_command_writes_an_artifact(tmp_path, grammar_file):
     assert out.stat().st_size > 0
     assert "token tables" in result.stderr  # the progress bar
     assert "artifact_bytes" in result.stdout and "terminals" in result.stdout
+
+
+def test_compile_command_has_no_time_limit_unless_asked(tmp_path, grammar_file, monkeypatch):
+    """An offline compile may take as long as its tables do (the library's default budget is for a request's
+    compile); ``--time-budget`` sets one."""
+    import kbnf_gpu.compile.compiled as compiled_module
+    from kbnf_gpu.errors import CompileBudgetExceeded
+
+    budgets = []
+    real = compiled_module.compile_grammar
+
+    def spy(*args, **kwargs):
+        budgets.append(kwargs["config"].time_budget_s)
+        if budgets[-1] is not None:
+            raise CompileBudgetExceeded("compiling took longer than time_budget_s", limit="time_budget_s")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(compiled_module, "compile_grammar", spy)
+    assert main(["compile", str(grammar_file), "--tokenizer", "gpt2", "-q", "-o", str(tmp_path / "a.kbnfgpu")]) == 0
+    assert main(["compile", str(grammar_file), "--tokenizer", "gpt2", "-q", "-o", str(tmp_path / "b.kbnfgpu"),
+                 "--time-budget", "2.5"]) == 3
+    assert budgets == [None, 2.5]

@@ -274,6 +274,33 @@ def test_artifact_of_a_counted_repetition_masks_exactly(tmp_path):
     assert any(ref != -1 for ref in loaded.tables._repeat_refs.values())
 
 
+@pytest.mark.parametrize("slow_stage", ["inside", "inside_state"])
+def test_an_eager_compile_keeps_to_its_time_budget(tiny_vocab, monkeypatch, slow_stage):
+    """``time_budget_s`` covers an eager compile's tables (each table, and each repeat row, checks the clock
+    before it starts): a table that runs past it stops the compile with an error naming the stage."""
+    import time
+
+    from kbnf_gpu import compile_grammar
+    from kbnf_gpu.compile.table_cache import TableCache
+    from kbnf_gpu.errors import CompileBudgetExceeded
+
+    real = getattr(TableCache, slow_stage)
+
+    def slow(self, *args, **kwargs):
+        time.sleep(0.6)
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(TableCache, slow_stage, slow)
+    # the tables of this small grammar are whole; only the repeat rows of [ab]{3,9} go state by state
+    grammar = 'root ::= "[" [ab]{3,9} "]"'
+    config = CompileConfig(time_budget_s=0.5, fuse=False)
+    stage = "the rows of a counted repetition" if slow_stage == "inside_state" else "token tables"
+    with pytest.raises(CompileBudgetExceeded, match=rf"time_budget_s=0.5 s \(while computing {stage}"):
+        compile_grammar(grammar, tiny_vocab, syntax="gbnf", eager=True, config=config)
+    lazy = compile_grammar(grammar, tiny_vocab, syntax="gbnf", config=config)  # nothing computed: no table is slow
+    assert lazy.tables is not None
+
+
 def test_eager_tables_hold_every_repeat_row_and_artifacts_keep_them(tmp_path):
     """``build_all`` (an eager compile, an artifact) computes the rows of a counted repetition's copies ahead
     for every state of ``X`` and every count of copies the grammar has (one walk of each ``X{1,r}``): each equals

@@ -34,6 +34,7 @@ import numpy as np
 from .. import ir
 from ..automata.build import literal_trie, repeat_copies
 from ..automata.dfa import ByteDFA
+from ..budget import Budget, current_budget
 from ..errors import DFATooLarge
 from ..normalize import BnfGrammar
 from ..runtime.caches import GenerationalCache
@@ -313,7 +314,7 @@ class GrammarTables:
         repeats = min(repeats, REPEAT_MAX_STATES // max(dfa.n_states, 1) - 1)
         return repeat_copies(dfa, repeats + 1) if repeats >= 2 else None
 
-    def _build_repeats(self, progress: Callable[[str, int, int], None] | None = None) -> None:
+    def _build_repeats(self, budget: Budget, progress: Callable[[str, int, int], None] | None = None) -> None:
         """Every repeat row the grammar can ask for (``repeated_terminals``): each state of ``X`` with each count
         of copies ahead, as ``build_all`` computes the other tables (state by state: a small ``X{1,r}`` turns
         whole in the table cache, a large one's states share their short twins' walks)."""
@@ -322,6 +323,8 @@ class GrammarTables:
         done = 0
         for t, repeats in columns:
             for q in range(self.grammar.dfas[t].n_states):
+                budget.check_time("computing the rows of a counted repetition",
+                                  rule=self.grammar.terminals[t].name or None)
                 self.repeat_ref(t, q, repeats)
                 done += 1
                 if progress is not None:
@@ -446,18 +449,21 @@ class GrammarTables:
         follow = terminal_follow(self.grammar)
         total = len(self.grammar.dfas) + sum(len(f) for f in follow)
         done = 0
+        budget = current_budget()  # an eager compile's (``save`` outside one: a fresh budget, never spent)
         for t in range(len(self.grammar.dfas)):
+            budget.check_time("computing token tables", rule=self.grammar.terminals[t].name or None)
             self.inside_refs(t).resolved()
             done += 1
             if progress is not None:
                 progress("token tables", done, total)
             for t2 in sorted(follow[t]):
+                budget.check_time("computing token tables", rule=self.grammar.terminals[t].name or None)
                 self.cross_refs(t, t2).resolved()
                 self.deep_refs(t, t2).resolved()
                 done += 1
                 if progress is not None:
                     progress("token tables", done, total)
-        self._build_repeats(progress)
+        self._build_repeats(budget, progress)
         return self
 
     # ---------------------------------------------------------- serialization
