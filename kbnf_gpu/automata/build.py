@@ -10,7 +10,7 @@ from ..errors import DFATooLarge, GrammarError
 from . import kinds
 from .dfa import ByteDFA, StateLimit, determinize, finalize, from_table
 from .guarded import AT_START, OTHER, determinize_guarded
-from .labelled import chained, labelled_dfa
+from .labelled import Labelled, chained, labelled_dfa
 from .nfa import NFA, DFALeaf, InvalidExpr, NFATooLarge, Node, WordTooLong
 from .regex import BOL, BOS, Anchor, Look, RegexError, translate
 
@@ -200,19 +200,24 @@ def _labels_determinized(root: Node, determinized: Callable[[Node], ByteDFA], ma
             leaf = leaves[label] = DFALeaf(determinized(label))
         return leaf
 
+    def labelled(node: ir.Literal | ir.Automaton) -> Labelled:
+        """A literal (one edge reading it) or an automaton, over its labels' DFAs."""
+        if isinstance(node, ir.Literal):
+            return 2, ((0, label_leaf(node).dfa, 1),), (1,)
+        return node.n_states, tuple((p, label_leaf(label).dfa, q) for p, label, q in node.edges), node.accepting
+
     def rebuilt(node: Node) -> Node:
         if isinstance(node, ir.Automaton):
-            edges = tuple((p, label_leaf(label), q) for p, label, q in node.edges)
-            direct = labelled_dfa(node.n_states, [(p, leaf.dfa, q) for p, leaf, q in edges], node.accepting,
-                                  max_states)
-            return DFALeaf(direct) if direct is not None else ir.Automaton(node.n_states, edges, node.accepting)
+            direct = labelled_dfa(*labelled(node), max_states)
+            if direct is not None:
+                return DFALeaf(direct)
+            return ir.Automaton(node.n_states, tuple((p, label_leaf(label), q) for p, label, q in node.edges),
+                                node.accepting)
         if isinstance(node, ir.Concat):
             if any(isinstance(x, ir.Automaton) for x in node.parts) and all(
                     isinstance(x, (ir.Literal, ir.Automaton)) for x in node.parts):
                 # quotes around an automaton: one automaton, so one trie DFA and no subset construction after it
-                chain = chained([(2, ((0, label_leaf(x).dfa, 1),), (1,)) if isinstance(x, ir.Literal) else
-                                 (x.n_states, tuple((p, label_leaf(label).dfa, q) for p, label, q in x.edges),
-                                  x.accepting) for x in node.parts if not isinstance(x, ir.Literal) or x.value])
+                chain = chained([labelled(x) for x in node.parts if not isinstance(x, ir.Literal) or x.value])
                 direct = None if chain is None else labelled_dfa(*chain, max_states)
                 if direct is not None:
                     return DFALeaf(direct)
