@@ -9,7 +9,8 @@
   reference mask with ``use_tables=False``.
 
 Without a GPU, ``TRITON_INTERPRET=1`` is set here, before any test module is
-imported.
+imported. ``HYPOTHESIS_PROFILE=ci`` makes hypothesis draw the same examples on
+every run (``.ci/run`` sets it).
 """
 from __future__ import annotations
 
@@ -23,7 +24,14 @@ import torch
 if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
+from hypothesis import settings  # noqa: E402
+
 from kbnf_gpu.grammars import JSON_KBNF  # noqa: E402  (the package's JSON grammar)
+
+# HYPOTHESIS_PROFILE=ci (set by .ci/run) draws the same examples on every run, seeded from each test: a CI verdict
+# depends on the commit, not on the luck of the draw. Without it, each run draws afresh and keeps exploring.
+settings.register_profile("ci", derandomize=True)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 
 def compile_config(use_tables: bool | None = True):
