@@ -13,7 +13,7 @@ FORBIDDEN = re.compile(r"\.\./shared|/work/shared|(?<![\w.])shared/(corpus|seeds
 # environment variables the code may read: switches, the demo's artifact cache (a user setting where the
 # library writes, never test data it reads), and the module path the GPU suite hands on to its pytest run
 ALLOWED_ENV = {"TRITON_INTERPRET", "AUTOMATA_EXAMPLES", "CUDA_VISIBLE_DEVICES", "PYTHONHASHSEED", "HF_HUB_OFFLINE",
-               "KBNF_GPU_CACHE", "PYTHONPATH"}
+               "KBNF_GPU_CACHE", "PYTHONPATH", "HYPOTHESIS_PROFILE"}
 ENV_READ = re.compile(r"""(?:environ(?:\.get|\.setdefault|\.pop)?\s*[\[(]\s*|getenv\(\s*)["']([A-Z0-9_]+)["']""")
 
 

@@ -10,8 +10,11 @@ from __future__ import annotations
 import itertools
 import json
 import re
+import unicodedata
 
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 from kbnf_gpu.frontends.json_schema._pattern import PatternError, pattern_language, search
 from kbnf_gpu.frontends.json_schema._pyre import to_python
@@ -249,3 +252,50 @@ def test_lookahead_pattern_through_the_schema_front_end() -> None:
                  '{"name":"ok","x-y":3}', '{"q":"s"}']:
         want = jsonschema.Draft202012Validator(schema).is_valid(json.loads(text))
         assert (check.check_text(grammar, text).status == "complete") == want, text
+
+
+# ECMA-262 names of General_Category values that the ``regex`` module (the oracle) reads the same way; it reads
+# ``digit``, ``punct`` and ``cntrl`` as POSIX classes instead
+PROPERTIES = ["L", "Lu", "Ll", "Letter", "LC", "Cased_Letter", "M", "Mn", "N", "Nd", "gc=Nd", "General_Category=P",
+              "Pd", "Ps", "S", "Sc", "Sm", "Z", "Zs", "Space_Separator", "C", "Cc", "Cf", "Co", "Any", "ASCII"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(name=st.sampled_from(PROPERTIES), negated=st.booleans(), in_class=st.booleans(),
+       cp=st.one_of(st.integers(0, 0x3FF), st.integers(0x2000, 0x206F), st.integers(0, 0x10FFFF)))
+def test_unicode_property_escapes_match_the_regex_module(name: str, negated: bool, in_class: bool, cp: int) -> None:
+    """``\\p{…}`` and ``\\P{…}`` (real-world schemas write ``^[\\p{L}\\p{Z}\\p{N}_.:/=+\\-@]*$``): the compiled
+    language and ``search`` agree with the ``regex`` module on code points assigned in this interpreter's
+    Unicode version (a newer version may assign more)."""
+    import regex
+
+    text = chr(cp)
+    assume(not 0xD800 <= cp <= 0xDFFF and unicodedata.category(text) != "Cn")
+    escape = ("\\P" if negated else "\\p") + "{" + name + "}"
+    pattern = f"^[{escape}_]$" if in_class else f"^(?:{escape}|_)$"
+    want = regex.search(pattern, text) is not None
+    compiled = re.compile(to_python(pattern_language(pattern)), re.S)
+    assert (compiled.fullmatch(text) is not None) == want, (pattern, hex(cp))
+    assert search(pattern, text) == want, (pattern, hex(cp))
+
+
+def test_identity_escape_of_an_underscore() -> None:
+    """``\\_`` is ``_`` to Python's ``re`` and to ECMA-262 without the ``u`` flag (schemas write
+    ``^[a-zA-Z0-9\\-\\_]{2,50}$``)."""
+    pattern = r"^[a-z\-\_]+\_x$"
+    compiled = re.compile(to_python(pattern_language(pattern)), re.S)
+    for text in ("a_x", "a-b__x", "_x", "ax", "a_", "a_y"):
+        assert (compiled.fullmatch(text) is not None) == (re.search(pattern, text) is not None), text
+        assert search(pattern, text) == (re.search(pattern, text) is not None), text
+
+
+@pytest.mark.parametrize("pattern, words", [
+    (r"\p{Script=Greek}", "unsupported Unicode property 'Script=Greek'"),
+    (r"a[\p{Graph}]", "unsupported Unicode property 'Graph'"),
+    (r"\p{L", "unsupported Unicode property"),
+    (r"\pL", "unsupported escape '\\p'"),
+])
+def test_unsupported_properties_are_refused_with_offset(pattern: str, words: str) -> None:
+    with pytest.raises(PatternError, match=re.escape(words)) as info:
+        pattern_language(pattern)
+    assert 0 <= info.value.pos < len(pattern)

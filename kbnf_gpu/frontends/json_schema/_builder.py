@@ -22,7 +22,7 @@ from . import _charset as cs
 from ._document import Document, child, located
 from ._fsm import TooLarge, combine
 from ._layout import Layout
-from ._long_strings import MAX_COUNT_RANGE, STRING_CHUNK, chunked_pattern, counted_string, threaded_string
+from ._long_strings import STRING_CHUNK, chunked_pattern, counted_string, threaded_string
 from ._merge import (DEPENDENCIES, Atom, Merged, Unsatisfiable, choice_product, dependency_branches, expand, first_choice,
                      if_branches, merge, negation, not_branches, tighter_hi, tighter_lo)
 from ._objects import Member, TooManyStates, object_expr
@@ -42,11 +42,14 @@ MAX_PATTERN_PROPERTIES = 6
 MAX_ENUMERATED_MULTIPLES = 256
 MAX_MODULUS_STATES = 12  # multipleOf k (not dividing a power of ten) as an automaton: k up to this
 MAX_MODULUS_RULES = 1000  # beyond, multipleOf k is one rule per residue (on half-lines)
-SMALL_COUNT = 32
+SMALL_COUNT = 32  # counted repetitions up to this are left to ``normalize`` to unroll
+# a counted range of up to this many copies is one chain (``normalize`` unrolls it); a wider one is written by
+# binary digits (``up_to``), so ``maxLength: 1e9`` costs a few dozen rules, not millions
+LINEAR_COUNT_RANGE = 1024
 MAX_EXCLUDED_NUMBERS = 256  # 'not' of number values: the range is cut into that many gaps
 MAX_CONTAINS = 4  # 'contains' on one array: each element is one of 2**n variants
 MAX_CONTAINS_STATES = 4096  # positions × counts of an array with 'contains'
-MAX_EXCLUDED_KEY = 128  # code points of the longest declared name that additional keys are kept apart from  # counted repetitions up to this are left to ``normalize`` to unroll
+MAX_EXCLUDED_KEY = 128  # code points of the longest declared name that additional keys are kept apart from
 
 ANY_CHAR = cc(cs.ANY)
 
@@ -75,6 +78,8 @@ class Builder:
         self.queue: deque[tuple[str, tuple[Atom, ...], int]] = deque()
         self._terms: dict[ir.RegExpr, ir.Terminal] = {}
         self._times: dict[tuple[ir.Expr, int], str] = {}
+        self._up_to_rules: dict[tuple[ir.Expr, int], str] = {}
+        self._below_power_rules: dict[tuple[ir.Expr, int], str] = {}
 
     # ------------------------------------------------------------ helpers
 
@@ -108,13 +113,44 @@ class Builder:
         self.rules[name] = alts[0] if len(alts) == 1 else ir.Choice(tuple(alts))  # () = nothing
 
     def counted(self, item: ir.Expr, lo: int, hi: Optional[int], base: str) -> ir.Expr:
-        """``item`` ``lo`` to ``hi`` times; a large ``lo`` costs O(log lo) rules (see ``times``)."""
+        """``item`` ``lo`` to ``hi`` times; a large ``lo`` or ``hi - lo`` costs O(log) rules (``times``, ``up_to``)."""
+        rest = None if hi is None else hi - lo
+        if rest is not None and rest > LINEAR_COUNT_RANGE:
+            optional = self.up_to(item, rest, base)
+            return optional if lo == 0 else ir.Sequence((self.counted(item, lo, lo, base), optional))
         if lo <= SMALL_COUNT:
             return ir.Repetition(item, lo, hi)
-        rest = None if hi is None else hi - lo
         if rest == 0:
             return self.times(item, lo, base)
         return ir.Sequence((self.times(item, lo, base), ir.Repetition(item, 0, rest)))
+
+    def up_to(self, item: ir.Expr, n: int, base: str) -> ir.Expr:
+        """``item`` 0 to ``n`` times. Past ``LINEAR_COUNT_RANGE``, by the binary digits of the count: with
+        ``2**k <= n`` the top digit, ``U(n) ::= B(k) | X^(2**k) U(n - 2**k)``, the first for fewer than ``2**k``
+        copies, the second for more; ``B(i) ::= B(i-1) | X^(2**(i-1)) B(i-1)`` is 0 to ``2**i - 1`` copies (each
+        power of two taken or not). Every count has one derivation, and a parser holds one item per digit."""
+        if n <= LINEAR_COUNT_RANGE:
+            return ir.Repetition(item, 0, n)
+        name = self._up_to_rules.get((item, n))
+        if name is None:
+            k = n.bit_length() - 1
+            top = self.times(item, 1 << k, base)
+            name = self._up_to_rules[(item, n)] = self.fresh(f"{base}_upto{n}"[:60])
+            more = n - (1 << k)
+            self.add_rule(name, [self._below_power(item, k, base),
+                                 ir.Sequence((top, self.up_to(item, more, base))) if more else top])
+        return ir.Ref(name)
+
+    def _below_power(self, item: ir.Expr, k: int, base: str) -> ir.Expr:
+        """``item`` 0 to ``2**k - 1`` times (``B(k)`` of ``up_to``)."""
+        if (1 << k) - 1 <= LINEAR_COUNT_RANGE:
+            return ir.Repetition(item, 0, (1 << k) - 1)
+        name = self._below_power_rules.get((item, k))
+        if name is None:
+            lower = self._below_power(item, k - 1, base)
+            name = self._below_power_rules[(item, k)] = self.fresh(f"{base}_below{1 << k}"[:60])
+            self.add_rule(name, [lower, ir.Sequence((self.times(item, 1 << (k - 1), base), lower))])
+        return ir.Ref(name)
 
     def times(self, item: ir.Expr, n: int, base: str) -> ir.Expr:
         """``item`` exactly ``n`` times by doubling (``X_2k ::= X_k X_k``): ``minLength: 1e18`` is
@@ -468,7 +504,7 @@ class Builder:
             else:
                 return None if rx is None else self.term(quoted(encode(rx)), "string")
         if not langs:
-            return counted_string(self, lo, hi, where)
+            return counted_string(self, lo, hi)
         if lo == 0 and hi is None and len(langs) == 1 and not m.patterns:
             return format_terminal(next(f for f, _ in m.formats if f in FORMATS))
         long = (hi is None and lo > 2 * STRING_CHUNK) or (hi is not None and hi > 2 * STRING_CHUNK)
@@ -504,10 +540,6 @@ class Builder:
         if m.contains:
             return self._containing(m, depth, atoms_at)
         lo, hi = m.min_items, m.max_items
-        if hi is not None and hi - lo > MAX_COUNT_RANGE:
-            self.doc.problem(f"maxItems {hi} is too large to enforce exactly (more than {MAX_COUNT_RANGE} above minItems)",
-                             m.where)
-            hi = None
         elems: list[Optional[str]] = []
         for i in range(K if hi is None else min(K, hi)):
             r = self.value_rule(atoms_at(i), self.child_depth(depth))

@@ -5,6 +5,7 @@ scalar values only (lone ``\\uD800`` escapes are not generated).
 """
 from __future__ import annotations
 
+import unicodedata
 from functools import lru_cache
 from typing import Iterable
 
@@ -85,3 +86,48 @@ def unicode_class(name: str) -> Ranges:
     if name == "s":
         return _from_predicate(str.isspace)
     raise KeyError(name)
+
+
+# ECMA-262's General_Category values (``\\p{L}``, ``\\p{Letter}``, ``\\p{gc=Lu}``): long name -> short name;
+# a one-letter name is the union of its two-letter categories (``LC``: Lu, Ll, Lt)
+CATEGORY_ALIASES = {
+    "Letter": "L", "Cased_Letter": "LC", "Uppercase_Letter": "Lu", "Lowercase_Letter": "Ll",
+    "Titlecase_Letter": "Lt", "Modifier_Letter": "Lm", "Other_Letter": "Lo", "Mark": "M", "Combining_Mark": "M",
+    "Nonspacing_Mark": "Mn", "Spacing_Mark": "Mc", "Enclosing_Mark": "Me", "Number": "N", "Decimal_Number": "Nd",
+    "digit": "Nd", "Letter_Number": "Nl", "Other_Number": "No", "Punctuation": "P", "punct": "P",
+    "Connector_Punctuation": "Pc", "Dash_Punctuation": "Pd", "Open_Punctuation": "Ps", "Close_Punctuation": "Pe",
+    "Initial_Punctuation": "Pi", "Final_Punctuation": "Pf", "Other_Punctuation": "Po", "Symbol": "S",
+    "Math_Symbol": "Sm", "Currency_Symbol": "Sc", "Modifier_Symbol": "Sk", "Other_Symbol": "So", "Separator": "Z",
+    "Space_Separator": "Zs", "Line_Separator": "Zl", "Paragraph_Separator": "Zp", "Other": "C", "Control": "Cc",
+    "cntrl": "Cc", "Format": "Cf", "Surrogate": "Cs", "Private_Use": "Co", "Unassigned": "Cn",
+}
+CATEGORIES = frozenset(CATEGORY_ALIASES.values()) | {
+    "Lu", "Ll", "Lt", "Lm", "Lo", "Mn", "Mc", "Me", "Nd", "Nl", "No", "Pc", "Pd", "Ps", "Pe", "Pi", "Pf", "Po",
+    "Sm", "Sc", "Sk", "So", "Zs", "Zl", "Zp", "Cc", "Cf", "Cs", "Co", "Cn"}
+
+
+@lru_cache(maxsize=None)
+def _categories() -> dict[str, Ranges]:
+    """Every two-letter General_Category as ranges, in one pass over the code points (Python's ``unicodedata``:
+    the Unicode version of this interpreter)."""
+    runs: dict[str, list[tuple[int, int]]] = {}
+    category = unicodedata.category
+    start, current = 0, category(chr(0))
+    for cp in range(1, MAX_CP + 2):
+        now = category(chr(cp)) if cp <= MAX_CP else None
+        if now != current:
+            runs.setdefault(current, []).append((start, cp - 1))
+            start, current = cp, now
+    return {name: norm(r) for name, r in runs.items()}
+
+
+@lru_cache(maxsize=None)
+def unicode_category(name: str) -> Ranges:
+    """The code points of General_Category ``name`` (a short or long name of ``CATEGORIES``)."""
+    short = CATEGORY_ALIASES.get(name, name)
+    if short not in CATEGORIES:
+        raise KeyError(name)
+    table = _categories()
+    if short == "LC":
+        return union(table.get("Lu", ()), table.get("Ll", ()), table.get("Lt", ()))
+    return union(*(r for cat, r in table.items() if cat.startswith(short)))

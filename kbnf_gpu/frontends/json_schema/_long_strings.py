@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from ._builder import Builder
 
 STRING_CHUNK = 16  # code points per lexeme when a long string is split
-MAX_COUNT_RANGE = 10_000  # chunk counts (and item counts) enforced exactly up to this
+MAX_THREAD_CHUNKS = 10_000  # chunk counts a threaded string tracks (one rule per state and count)
 MAX_THREAD_RULES = 5_000  # rules of one threaded string
 MAX_THREAD_TERMINALS = 400
 # byte automaton states per code-point state of a pattern as one lexeme (every code point also an escape;
@@ -62,7 +62,7 @@ def threaded_string(b: "Builder", langs: list[Rx], lo: int, hi: Optional[int], w
     except TooLarge:
         d = None
         b.doc.problem("pattern/format too complex to combine", where)
-        return counted_string(b, lo, hi, where)
+        return counted_string(b, lo, hi)
     if d is None:
         return None
     shortest, longest = _length_range(d)
@@ -86,7 +86,7 @@ def threaded_string(b: "Builder", langs: list[Rx], lo: int, hi: Optional[int], w
     if threaded is not None:
         return threaded
     b.doc.problem("pattern/format combined with minLength/maxLength is too complex to enforce exactly", where)
-    return counted_string(b, lo, hi, where)
+    return counted_string(b, lo, hi)
 
 
 def chunked_pattern(b: "Builder", langs: list[Rx], lo: int, hi: Optional[int]) -> Optional[ir.Expr]:
@@ -114,7 +114,7 @@ def _thread_chunks(b: "Builder", d: DFA, lo: int, hi: Optional[int], sizes: tupl
                    bounded_rest: bool = False) -> Optional[ir.Expr]:
     """``_thread`` with the first chunk size of ``sizes`` whose lexemes stay small (``None``: none does)."""
     for C in sizes:
-        if hi is not None and (hi - lo) // C > MAX_COUNT_RANGE:
+        if hi is not None and (hi - lo) // C > MAX_THREAD_CHUNKS:
             break
         try:
             return _thread(b, d, lo, hi, C, bounded_rest)
@@ -318,7 +318,7 @@ def _after(d: DFA, states: set[int], n: int) -> set[int]:
     return states
 
 
-def counted_string(b: "Builder", lo: int, hi: Optional[int], where: str) -> ir.Expr:
+def counted_string(b: "Builder", lo: int, hi: Optional[int]) -> ir.Expr:
     """A JSON string of ``lo`` to ``hi`` code points from a fixed, process-wide set of terminals.
 
     Up to ``STRING_CHUNK`` code points the whole string is one terminal
@@ -331,9 +331,6 @@ def counted_string(b: "Builder", lo: int, hi: Optional[int], where: str) -> ir.E
     costs.
     """
     C = STRING_CHUNK
-    if hi is not None and (hi - lo) // C > MAX_COUNT_RANGE:
-        b.doc.problem(f"maxLength {hi} is too large to enforce exactly", where)
-        hi = None
     if (hi is not None and hi <= C) or (hi is None and lo <= C):
         return string_terminal(lo, hi)
     q_lo, r_lo = divmod(lo, C)

@@ -16,10 +16,10 @@ Unanchored ends get ``.*``: ``^A|B$`` accepts ``"Ax"`` and ``"xB"``. Anchors may
 The flavour is ECMA-262 with the ``u`` flag: named groups ``(?<name>…)``
 (and Python's ``(?P<name>…)``), ``\\cX`` (X mod 32), ``\\uXXXX`` (a
 surrogate pair ``\\uD83D\\uDE00`` is one code point), ``\\u{H…}``,
-``\\xHH``, identity escapes such as ``\\/``, ``[^]`` (any character) and
-``[]`` (none). Lookaheads at the top level of the pattern or of a top-level
-branch (``^(?!…)``, ``^(?=…)(?=…)``, the form real-world schemas use, and
-``a(?!b)c``) are exact: intersections and differences of anchored languages.
+``\\xHH``, ``\\p{…}``/``\\P{…}`` (General_Category values, ``Any``, ``ASCII``), identity
+escapes such as ``\\/`` and ``\\_``, ``[^]`` (any character) and ``[]`` (none).
+Lookaheads at the top level of the pattern or of a top-level branch
+(``^(?!…)``, ``^(?=…)(?=…)``, the form real-world schemas use, and ``a(?!b)c``) are exact: intersections and differences of anchored languages.
 Lookarounds anywhere else (``^(?:(?!ab).)*$``, lookbehinds of any width,
 lookaheads nested in lookaheads), anchors inside repetitions and ``\\b``
 ``\\B`` are exact too, by automaton (``_lookaround``; a word boundary's
@@ -269,9 +269,36 @@ class _Parser:
                 code = 0x10000 + ((code - 0xD800) << 10) + (int(low, 16) - 0xDC00)
             r = cs.single(code)
             return r, r
-        if c.isalnum() or c == "_":
+        if c in "pP" and self.peek() == "{":
+            return self._property(c == "P", start)
+        if c.isalnum():
             raise self.error(f"unsupported escape '\\{c}'", start)
         r = cs.single(ord(c))
+        return r, r
+
+    def _property(self, negated: bool, start: int) -> tuple[cs.Ranges, cs.Ranges]:
+        """``\\p{…}`` / ``\\P{…}`` (ECMA-262, ``u`` flag): a General_Category (``L``, ``Letter``, ``gc=Lu``,
+        ``General_Category=Nd``), ``Any`` or ``ASCII``. Python's ``re`` has no ``\\p``; the categories are those
+        of this interpreter's Unicode version."""
+        end = self.s.find("}", self.i)
+        name = self.s[self.i + 1 : end] if end > 0 else ""
+        key, _, value = name.partition("=")
+        if value and key in ("gc", "General_Category"):
+            name = value
+        if name == "Any":
+            r = cs.ANY
+        elif name == "ASCII":
+            r = cs.norm([(0, 0x7F)])
+        else:
+            try:
+                r = cs.unicode_category(name)
+            except KeyError:
+                raise self.error(f"unsupported Unicode property '{name}' (General_Category values, Any and ASCII "
+                                 "are supported)", start) from None
+        self.ecma_only = True
+        self.i = end + 1
+        if negated:
+            r = cs.complement(r)
         return r, r
 
     def char_class(self) -> Node:
@@ -325,7 +352,7 @@ class _Parser:
         if c == "\\":
             nxt = self.s[self.i + 1] if self.i + 1 < len(self.s) else ""
             u, o = self.escape(in_class=True)
-            if nxt in "dDwWsS":
+            if nxt in "dDwWsSpP":  # a class escape (``\\p`` without ``{`` was refused by ``escape``)
                 self._last_set = (u, o)
                 return None
             return u[0][0] if u else 0xD800  # a surrogate escape matches nothing decodable
