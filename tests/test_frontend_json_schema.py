@@ -983,6 +983,37 @@ def test_wide_count_ranges_by_binary_digits_are_exact(lo: int, width: int, strin
         assert chk.complete(text) == (low <= n <= high), (schema, n)
 
 
+@needs_check
+def test_unicode_class_pattern_with_length_is_exact() -> None:
+    """A class of many ranges (``\\p{L}``: each code point may also be a ``\\uXXXX`` escape of any of them) with
+    a length limit: its one-lexeme and 16-code-point chunk automata pass ``max_dfa_states``, so shorter chunks
+    serve it exactly (the AWS tag key form). They failed in ``normalize`` with only a rule name."""
+    import regex
+
+    schema = {"type": "string", "pattern": "^[\\p{L}\\p{N}_]*$", "minLength": 2, "maxLength": 40}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        chk = Checker(schema)
+    rnd = random.Random(9)
+    for _ in range(300):
+        text = "".join(rnd.choice("aé\u0436Z5\u0663_- ") for _ in range(rnd.randint(0, 44)))
+        want = regex.fullmatch("[\\p{L}\\p{N}_]*", text) is not None and 2 <= len(text) <= 40
+        assert chk.complete(json.dumps(text)) == want, text
+
+
+@needs_check
+def test_lengths_too_complex_beside_a_pattern_are_what_strict_false_drops() -> None:
+    """Where neither one lexeme nor chunks hold a pattern with its length limits, ``strict`` refuses at the
+    schema location; ``strict=False`` keeps the pattern (its lexeme fits) and drops the limits it names."""
+    schema = {"type": "string", "minLength": 20, "maxLength": 2048, "pattern": "arn:aws(-[^:]+)?:iam::[0-9]{12}:role/.+"}
+    with pytest.raises(GrammarError, match="minLength/maxLength beside this pattern/format is too complex"):
+        parse_json_schema(schema)
+    with pytest.warns(JsonSchemaWarning, match="minLength/maxLength beside this pattern/format"):
+        chk = Checker(schema, strict=False)
+    assert chk.complete(json.dumps("arn:aws:iam::123456789012:role/" + "r" * 2100))  # past maxLength: dropped
+    assert not chk.complete(json.dumps("arn:aws:iam::1234:role/administrator"))  # the pattern holds
+
+
 def test_huge_length_and_item_limits_are_exact_in_few_rules() -> None:
     """``maxLength: 256000`` (a CloudFormation schema's) and ``maxItems: 10**12`` compile, exactly, and their
     rules grow with the digits of the limit, not with the limit: they were refused as too large to enforce."""
@@ -1250,7 +1281,7 @@ def test_format_with_a_length_too_long_to_thread_is_refused_before_chunk_work(mo
     """``format: uri`` with ``maxLength: 2048``: chunks of 4, 2 or 1 code points would need a rule per
     (automaton state, chunks so far) past ``MAX_THREAD_RULES``, which the states at each boundary show before
     any chunk is written; the schema is refused with an error that names the place and the keywords, and
-    ``strict=False`` keeps the length bound alone."""
+    ``strict=False`` keeps the format alone (its lexeme fits; the length bound is what the error names)."""
     attempts: dict[int, int] = {}
     written = []
     thread = _long_strings._thread
@@ -1273,7 +1304,8 @@ def test_format_with_a_length_too_long_to_thread_is_refused_before_chunk_work(mo
     assert attempts.keys() >= {4, 2, 1} and all(attempts[C] == 0 for C in (4, 2, 1)), attempts
     with pytest.warns(JsonSchemaWarning, match="too complex"):
         loose = Checker(schema, strict=False)
-    assert loose.complete(json.dumps({"home": "x" * 2048})) and not loose.complete(json.dumps({"home": "x" * 2049}))
+    assert loose.complete(json.dumps({"home": "http://e.com/" + "a" * 2100}))  # past maxLength: dropped
+    assert not loose.complete(json.dumps({"home": "x" * 10}))  # not a URI: the format holds
 
 
 @needs_check

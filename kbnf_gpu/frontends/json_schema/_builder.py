@@ -16,8 +16,9 @@ from math import gcd, isfinite, lcm
 from typing import Any, Iterator, Optional
 
 from ... import ir
+from ...automata import build_dfa
 from ...budget import current_budget
-from ...errors import GrammarError
+from ...errors import DFATooLarge, GrammarError
 from . import _charset as cs
 from ._document import Document, child, located
 from ._fsm import TooLarge, combine
@@ -91,6 +92,18 @@ class Builder:
         if t is None:
             t = self._terms[rx] = ir.Terminal(rx, name=name)
         return t
+
+    def fits(self, term: Optional[ir.Terminal]) -> bool:
+        """Does ``term``'s byte automaton stay within ``max_dfa_states``? Built here (memoized: ``normalize``
+        takes the same one) so that a lexeme too big is replaced by smaller ones, or refused at its schema
+        location, instead of failing later with only a rule name."""
+        if term is None:
+            return True
+        try:
+            build_dfa(term, max_states=current_budget().config.max_dfa_states)
+        except DFATooLarge:
+            return False
+        return True
 
     @staticmethod
     def seq(*parts: Rx) -> Rx:
@@ -515,7 +528,9 @@ class Builder:
             try:
                 if len(langs) == 1 and lo == 0 and hi is None:
                     return self.term(quoted(encode(langs[0])), "string")
-                return self.term(quoted(encode(combine(rep(ANY_CHAR, lo, hi), langs))), "string")
+                whole = self.term(quoted(encode(combine(rep(ANY_CHAR, lo, hi), langs))), "string")
+                if self.fits(whole):  # else in chunks (a class of many ranges: each code point also an escape)
+                    return whole
             except TooLarge:
                 pass
         return threaded_string(self, langs, lo, hi, where)

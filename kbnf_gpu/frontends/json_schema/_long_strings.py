@@ -81,11 +81,19 @@ def threaded_string(b: "Builder", langs: list[Rx], lo: int, hi: Optional[int], w
         if bounded is None:
             return None
         if bounded.n <= one:
-            return b.term(quoted(encode(as_expr(bounded))), "string")
+            counted = b.term(quoted(encode(as_expr(bounded))), "string")
+            if b.fits(counted):  # else chunks: a class of many ranges (each code point also an escape) grows it
+                return counted
     threaded = _thread_chunks(b, d, lo, hi, (STRING_CHUNK, 8, 4, 2, 1))
     if threaded is not None:
         return threaded
-    b.doc.problem("pattern/format combined with minLength/maxLength is too complex to enforce exactly", where)
+    # not exact: without ``strict``, the pattern/format alone if its lexeme fits (the lengths are what grew it),
+    # else the lengths alone
+    unbounded = b.term(quoted(encode(as_expr(d))), "string")
+    if b.fits(unbounded):
+        b.doc.problem("minLength/maxLength beside this pattern/format is too complex to enforce exactly", where)
+        return unbounded
+    b.doc.problem("this pattern/format with minLength/maxLength is too complex to enforce exactly", where)
     return counted_string(b, lo, hi)
 
 
@@ -182,6 +190,8 @@ def _thread(b: "Builder", d: DFA, lo: int, hi: Optional[int], C: int, bounded_re
             # construction: ``automata.labelled``) or in expression
             r = encode(automaton_expr(language) if language.n <= MAX_CHUNK_STATES else to_regex(language, CHUNK_REGEX))
             found = by_language[(kind, key)] = b.term(seq(r, close) if kind == "string_tail" else r, kind)
+            if not b.fits(found):  # a class of many ranges, each code point also an escape: shorter chunks
+                raise TooLarge("string chunk automaton too large")
         return found
 
     def node_term(node: int, kind: str) -> Optional[ir.Terminal]:
