@@ -409,21 +409,38 @@ def worker_main(engine: str, registry: dict[str, Any], stage: str, conn: Any) ->
         conn.send(run_schema(a, job["schema"], job["tokens"]))
 
 
-class Worker:
-    """One engine's worker process; ``run`` answers a job or reports a timeout/crash (and restarts)."""
+def instances_main(registry: dict[str, Any], conn: Any) -> None:
+    """The instance sampler's worker process: sampling and ``jsonschema``'s checks have no time bound of their own
+    (Python's ``re`` can backtrack for minutes on a sampled string), so they run under the same timeout."""
+    conn.send("ready")
+    while True:
+        job = conn.recv()
+        if job is None:
+            conn.close()
+            os._exit(0)
+        try:
+            texts, invalid = instances(job["schema"], registry, job["n"], job["seed"])
+            conn.send({"status": "sampled", "texts": texts, "invalid": invalid})
+        except Exception as e:  # noqa: BLE001 - no instances for a schema we cannot read
+            conn.send({"status": "refused", "error": f"{type(e).__name__}: {str(e)[:120]}"})
 
-    def __init__(self, engine: str, registry: dict[str, Any], stage: str) -> None:
-        self.engine, self.registry, self.stage = engine, registry, stage
+
+class Worker:
+    """One worker process (an engine's, or the instance sampler's); ``run`` answers a job or reports a
+    timeout/crash (and restarts)."""
+
+    def __init__(self, name: str, target: Any, *args: Any) -> None:
+        self.name, self.target, self.args = name, target, args
         self.proc: Optional[Any] = None
         self.conn: Optional[Any] = None
 
     def start(self) -> None:
         ctx = mp.get_context("spawn")
         parent, child = ctx.Pipe()
-        self.proc = ctx.Process(target=worker_main, args=(self.engine, self.registry, self.stage, child), daemon=True)
+        self.proc = ctx.Process(target=self.target, args=(*self.args, child), daemon=True)
         self.proc.start()
         if not parent.poll(600) or parent.recv() != "ready":
-            raise RuntimeError(f"the {self.engine} worker did not start")
+            raise RuntimeError(f"the {self.name} worker did not start")
         self.conn = parent
 
     def run(self, job: dict, timeout: float) -> dict:
@@ -557,7 +574,8 @@ def main() -> None:
     if args.limit is not None:
         names = names[: args.limit]
     started = time.perf_counter()
-    workers = {e: Worker(e, registry, args.stage) for e in engines}
+    workers = {e: Worker(e, worker_main, e, registry, args.stage) for e in engines}
+    sampler = Worker("instances", instances_main, registry)
     rows: list[dict] = []
     try:
         for i, name in enumerate(names):
@@ -565,11 +583,11 @@ def main() -> None:
             texts: list[str] = []
             invalid = 0
             if args.stage == "compile" and args.instances:
-                try:
-                    texts, invalid = instances(schema, registry, args.instances, args.seed)
-                except Exception as e:  # noqa: BLE001 - no instances for a schema we cannot read
-                    texts, invalid = [], 0
-                    print(f"  {name}: no instances ({type(e).__name__}: {str(e)[:120]})")
+                sampled = sampler.run({"schema": schema, "n": args.instances, "seed": args.seed}, args.timeout)
+                if sampled["status"] == "sampled":
+                    texts, invalid = sampled["texts"], sampled["invalid"]
+                else:
+                    print(f"  {name}: no instances ({sampled['status']}: {sampled['error']})")
             tokens = [tokenize(t) for t in texts]
             bundled = bundle(schema, registry)
             for e in engines:
@@ -584,7 +602,7 @@ def main() -> None:
             print(f"[{i + 1}/{len(names)}] {name}: {line}" + (f"  ({invalid} sampled texts invalid)" if invalid else ""),
                   flush=True)
     finally:
-        for w in workers.values():
+        for w in (*workers.values(), sampler):
             w.close()
     summary = summarize(rows, engines)
     print_table(summary, args.stage)

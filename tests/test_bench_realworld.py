@@ -69,3 +69,19 @@ def test_every_engine_allows_every_token(engine: str, corpus, cases, llama3_voca
         assert row["status"] == "compiled", (name, row)
         assert row["token_errors"] == [], (name, row["token_errors"])
         assert len(row["token_us"]) == sum(map(len, tokens)), name
+
+
+def test_instances_are_sampled_in_a_worker_under_the_timeout(corpus, cases) -> None:
+    """The sampler (``jsonschema``'s regexes can backtrack for minutes on a sampled string; a CloudFormation
+    schema hung the whole run) runs in its own process: past the timeout the job is a ``timeout``, and the next
+    job gets a fresh worker that samples what the in-process call does."""
+    schemas, registry = corpus
+    name = SCHEMAS[1]
+    sampler = bench.Worker("instances", bench.instances_main, registry)
+    try:
+        assert sampler.run({"schema": schemas[name], "n": 2, "seed": 1}, 0.0)["status"] == "timeout"
+        sampled = sampler.run({"schema": schemas[name], "n": 2, "seed": 1}, 300.0)
+    finally:
+        sampler.close()
+    assert sampled["status"] == "sampled", sampled
+    assert (sampled["texts"], sampled["invalid"]) == cases[name][1:]
