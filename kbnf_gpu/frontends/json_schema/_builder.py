@@ -78,9 +78,8 @@ class Builder:
         self._flat: set[str] = set()  # rules whose containers are cut off (indent depth limit)
         self.queue: deque[tuple[str, tuple[Atom, ...], int]] = deque()
         self._terms: dict[ir.RegExpr, ir.Terminal] = {}
-        self._times: dict[tuple[ir.Expr, int], str] = {}
-        self._up_to_rules: dict[tuple[ir.Expr, int], str] = {}
-        self._below_power_rules: dict[tuple[ir.Expr, int], str] = {}
+        # the rules of counted repetitions: ("times" | "up_to" | "below_power", item, count) -> rule name
+        self._count_rules: dict[tuple[str, ir.Expr, int], str] = {}
 
     # ------------------------------------------------------------ helpers
 
@@ -92,6 +91,10 @@ class Builder:
         if t is None:
             t = self._terms[rx] = ir.Terminal(rx, name=name)
         return t
+
+    def string_term(self, rx: Rx) -> Optional[ir.Terminal]:
+        """A whole JSON string whose decoded contents match ``rx``, quotes and escapes included, as one lexeme."""
+        return self.term(quoted(encode(rx)), "string")
 
     def fits(self, term: Optional[ir.Terminal]) -> bool:
         """Does ``term``'s byte automaton stay within ``max_dfa_states``? Built here (memoized: ``normalize``
@@ -144,11 +147,11 @@ class Builder:
         power of two taken or not). Every count has one derivation, and a parser holds one item per digit."""
         if n <= LINEAR_COUNT_RANGE:
             return ir.Repetition(item, 0, n)
-        name = self._up_to_rules.get((item, n))
+        name = self._count_rules.get(("up_to", item, n))
         if name is None:
             k = n.bit_length() - 1
             top = self.times(item, 1 << k, base)
-            name = self._up_to_rules[(item, n)] = self.fresh(f"{base}_upto{n}"[:60])
+            name = self._count_rules[("up_to", item, n)] = self.fresh(f"{base}_upto{n}"[:60])
             more = n - (1 << k)
             self.add_rule(name, [self._below_power(item, k, base),
                                  ir.Sequence((top, self.up_to(item, more, base))) if more else top])
@@ -158,10 +161,10 @@ class Builder:
         """``item`` 0 to ``2**k - 1`` times (``B(k)`` of ``up_to``)."""
         if (1 << k) - 1 <= LINEAR_COUNT_RANGE:
             return ir.Repetition(item, 0, (1 << k) - 1)
-        name = self._below_power_rules.get((item, k))
+        name = self._count_rules.get(("below_power", item, k))
         if name is None:
             lower = self._below_power(item, k - 1, base)
-            name = self._below_power_rules[(item, k)] = self.fresh(f"{base}_below{1 << k}"[:60])
+            name = self._count_rules[("below_power", item, k)] = self.fresh(f"{base}_below{1 << k}"[:60])
             self.add_rule(name, [lower, ir.Sequence((self.times(item, 1 << (k - 1), base), lower))])
         return ir.Ref(name)
 
@@ -170,10 +173,10 @@ class Builder:
         60 rules, never ``n`` copies, and a parser walks it with one item per level."""
         if n <= SMALL_COUNT:
             return ir.Repetition(item, n, n)
-        name = self._times.get((item, n))
+        name = self._count_rules.get(("times", item, n))
         if name is None:
             half = self.times(item, n // 2, base)
-            name = self._times[(item, n)] = self.fresh(f"{base}_x{n}"[:60])
+            name = self._count_rules[("times", item, n)] = self.fresh(f"{base}_x{n}"[:60])
             self.add_rule(name, [ir.Sequence((half, half, item) if n % 2 else (half, half))])
         return ir.Ref(name)
 
@@ -515,7 +518,7 @@ class Builder:
             except TooLarge:
                 self.doc.problem("'not' together with these string constraints is too complex", where)
             else:
-                return None if rx is None else self.term(quoted(encode(rx)), "string")
+                return None if rx is None else self.string_term(rx)
         if not langs:
             return counted_string(self, lo, hi)
         if lo == 0 and hi is None and len(langs) == 1 and not m.patterns:
@@ -527,8 +530,8 @@ class Builder:
                 return chunked
             try:
                 if len(langs) == 1 and lo == 0 and hi is None:
-                    return self.term(quoted(encode(langs[0])), "string")
-                whole = self.term(quoted(encode(combine(rep(ANY_CHAR, lo, hi), langs))), "string")
+                    return self.string_term(langs[0])
+                whole = self.string_term(combine(rep(ANY_CHAR, lo, hi), langs))
                 if self.fits(whole):  # else in chunks (a class of many ranges: each code point also an escape)
                     return whole
             except TooLarge:

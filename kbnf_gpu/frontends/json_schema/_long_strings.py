@@ -33,7 +33,7 @@ from ._fsm import (DFA, PathLanguages, TooLarge, as_expr, automaton_expr, canoni
                    to_regex)
 from ._rx import Rx, lit, seq
 from ._scalars import QUOTE, string_piece, string_terminal
-from ._strings import encode, quoted
+from ._strings import encode
 
 if TYPE_CHECKING:
     from ._builder import Builder
@@ -72,7 +72,7 @@ def threaded_string(b: "Builder", langs: list[Rx], lo: int, hi: Optional[int], w
     lo = 0 if lo <= shortest else lo
     hi = None if hi is not None and longest is not None and hi >= longest else hi
     if lo == 0 and hi is None:
-        return b.term(quoted(encode(as_expr(d))), "string")
+        return b.string_term(as_expr(d))
     # the bounds as a counter beside the automaton's states, when that still fits one lexeme (``format: ipv6``
     # with ``minLength: 3``: one more count than the automaton has; threading its hundreds of states would not)
     one = _one_lexeme_states()
@@ -81,7 +81,7 @@ def threaded_string(b: "Builder", langs: list[Rx], lo: int, hi: Optional[int], w
         if bounded is None:
             return None
         if bounded.n <= one:
-            counted = b.term(quoted(encode(as_expr(bounded))), "string")
+            counted = b.string_term(as_expr(bounded))
             if b.fits(counted):  # else chunks: a class of many ranges (each code point also an escape) grows it
                 return counted
     threaded = _thread_chunks(b, d, lo, hi, (STRING_CHUNK, 8, 4, 2, 1))
@@ -89,7 +89,7 @@ def threaded_string(b: "Builder", langs: list[Rx], lo: int, hi: Optional[int], w
         return threaded
     # not exact: without ``strict``, the pattern/format alone if its lexeme fits (the lengths are what grew it),
     # else the lengths alone
-    unbounded = b.term(quoted(encode(as_expr(d))), "string")
+    unbounded = b.string_term(as_expr(d))
     if b.fits(unbounded):
         b.doc.problem("minLength/maxLength beside this pattern/format is too complex to enforce exactly", where)
         return unbounded
