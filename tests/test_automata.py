@@ -532,8 +532,9 @@ def _spelled_automaton(n_states: int, data) -> tuple[list, tuple[int, ...]]:
 def test_labelled_automaton_is_built_without_the_subset_construction(n_states, data):
     """Labels disjoint at each state and none a prefix of another (a JSON Schema string's automaton): the
     tries side by side (``automata.labelled``) are taken and give the subset construction's minimal DFA, array
-    for array; past ``max_states`` they give way (``None``) and the subset construction decides."""
+    for array; tries past ``max_states`` raise ``StateLimit`` without a subset construction."""
     from kbnf_gpu.automata import build
+    from kbnf_gpu.automata.dfa import StateLimit
     from kbnf_gpu.automata.labelled import chained, labelled_dfa
     from kbnf_gpu.automata.nfa import DFALeaf
 
@@ -549,9 +550,9 @@ def test_labelled_automaton_is_built_without_the_subset_construction(n_states, d
     compiled = regexpr_to_dfa(ir.Automaton(n_states, tuple(edges), accepting))
     assert np.array_equal(compiled.transitions, direct.transitions)
     assert np.array_equal(compiled.accepting, direct.accepting)
-    if direct.n_states > 1:
-        assert labelled_dfa(n_states, [(p, leaves[label], q) for p, label, q in edges], accepting,
-                            direct.n_states - 1) is None
+    if direct.n_states > 1:  # the tries are at least the minimal DFA: one state fewer is refused at once
+        with pytest.raises(StateLimit):
+            labelled_dfa(n_states, [(p, leaves[label], q) for p, label, q in edges], accepting, direct.n_states - 1)
     # between quotes (a string lexeme): chained into one automaton, again the subset construction's DFA
     quote = regexpr_to_dfa(ir.Literal(b'"'))
     chain = chained([(2, ((0, quote, 1),), (1,)), (n_states, [(p, leaves[label], q) for p, label, q in edges],
@@ -905,3 +906,29 @@ def test_kind_edge_cases():
     t0 = time.perf_counter()
     assert build_dfa(ir.Terminal(ir.Literal(b"a" * 5000), K.SUBSTRINGS)).n_states == 5001
     assert time.perf_counter() - t0 < 5  # linear, not quadratic
+
+
+def test_dfa_memo_keeps_the_recently_used_within_its_bounds(monkeypatch):
+    """The process-wide DFA memos stay within their entry and state bounds, dropping the least recently used
+    first: a lexeme every schema shares (a tag's pattern) stays while one-off lexemes come and go."""
+    from kbnf_gpu.automata import build
+
+    monkeypatch.setattr(build, "_MEMO_STATES_LIMIT", 10)
+    cache: dict = {}
+    made = []
+
+    def get(key, n_states):
+        def make():
+            made.append(key)
+            return regexpr_to_dfa(ir.Literal(b"x" * (n_states - 1)))
+        return build._memo(cache, 4, key, make)
+
+    assert get("shared", 3).n_states == 3
+    for i in range(12):
+        get(f"once{i}", 1 + i % 4)
+        assert get("shared", 3).n_states == 3  # used again: never the oldest
+        assert len(cache) <= 4 and sum(d.n_states for d in cache.values()) <= 10
+        assert build._memo_states[id(cache)] == sum(d.n_states for d in cache.values())
+    assert made.count("shared") == 1
+    get("once0", 1)
+    assert made.count("once0") == 2  # long evicted: made anew

@@ -1,6 +1,7 @@
 """Public entry points: terminals and regular expressions -> ``ByteDFA``, and DFA combinators."""
 from __future__ import annotations
 
+import threading
 from typing import Callable, Sequence
 
 import numpy as np
@@ -158,23 +159,32 @@ _LABEL_CACHE: dict[tuple, ByteDFA] = {}  # an automaton edge's label -> its DFA 
 _LABEL_CACHE_SIZE = 1024
 
 
-_MEMO_STATES_LIMIT = 1 << 15  # DFA states one memo table may hold (a state is a 1 KB row: 32 MB)
+_MEMO_STATES_LIMIT = 1 << 16  # DFA states one memo table may hold (a state is a 1 KB row: 64 MB)
 _memo_states: dict[int, int] = {}  # id(cache) -> DFA states it holds
+_memo_lock = threading.Lock()
+_MISSING = object()
+
+
+def _states(hit) -> int:  # type: ignore[no-untyped-def]
+    return hit.n_states if isinstance(hit, ByteDFA) else 0
 
 
 def _memo(cache: dict, size: int, key, make):
-    """``cache[key]``, made by ``make()`` when missing; the cache is emptied when it would hold more than
-    ``size`` entries or ``_MEMO_STATES_LIMIT`` DFA states (a server compiles new grammars all day)."""
-    hit = cache.get(key)
-    if hit is None:
-        hit = make()
-        states = hit.n_states if isinstance(hit, ByteDFA) else 0
-        used = _memo_states.get(id(cache), 0)
-        if len(cache) >= size or used + states > _MEMO_STATES_LIMIT:
-            cache.clear()
-            used = 0
+    """``cache[key]``, made by ``make()`` when missing. Least recently used entries go first when it would hold
+    more than ``size`` entries or ``_MEMO_STATES_LIMIT`` DFA states (a server compiles new grammars all day;
+    the lexemes its schemas share, a tag's pattern, stay)."""
+    with _memo_lock:
+        hit = cache.pop(key, _MISSING)
+        if hit is not _MISSING:
+            cache[key] = hit  # most recently used: last
+            return hit
+    hit = make()
+    with _memo_lock:
+        used = _memo_states.get(id(cache), 0) - _states(cache.pop(key, None))
+        while cache and (len(cache) >= size or used + _states(hit) > _MEMO_STATES_LIMIT):
+            used -= _states(cache.pop(next(iter(cache))))
         cache[key] = hit
-        _memo_states[id(cache)] = used + states
+        _memo_states[id(cache)] = used + _states(hit)
     return hit
 
 
@@ -249,9 +259,12 @@ def _compile(root: Node, max_states: int, ctx: _Context) -> ByteDFA:
 
     if any(isinstance(x, ir.Automaton) for x in _walk(root)):
         # a label (a class of code points, spelled) recurs across terminals: a counted string's chunks all share it
-        root = _labels_determinized(root, lambda label: _memo(
-            _LABEL_CACHE, _LABEL_CACHE_SIZE, (label, max_states),
-            lambda: _determinized(label, max_states, nfa_limit, ctx, on_pattern)), max_states)
+        try:
+            root = _labels_determinized(root, lambda label: _memo(
+                _LABEL_CACHE, _LABEL_CACHE_SIZE, (label, max_states),
+                lambda: _determinized(label, max_states, nfa_limit, ctx, on_pattern)), max_states)
+        except StateLimit:
+            raise ctx.too_large(max_states) from None
         if isinstance(root, DFALeaf):
             return root.dfa
     try:

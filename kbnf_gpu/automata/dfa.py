@@ -413,20 +413,24 @@ def _canonical(table: np.ndarray, accepting: np.ndarray, start: int, class_of_by
     n, k = table.shape
     first_byte = np.full(k, 256)
     np.minimum.at(first_byte, class_of_byte, np.arange(256))
-    class_order = [int(c) for c in np.argsort(first_byte, kind="stable") if first_byte[c] < 256]
-    rows = table.tolist()
-    new_id = {start: 0}
-    queue = [start]
-    i = 0
-    while i < len(queue):
-        row = rows[queue[i]]
-        for c in class_order:
-            t = row[c]
-            if t >= 0 and t not in new_id:
-                new_id[t] = len(queue)
-                queue.append(t)
-        i += 1
-    perm = np.array(queue, dtype=np.int64)
+    class_order = np.array([c for c in np.argsort(first_byte, kind="stable") if first_byte[c] < 256], dtype=np.int64)
+    # breadth first, a level at a time: the successors of a level, row by row in byte order, first sightings kept
+    # (the order a queue visiting one state at a time finds them in)
+    ordered = table[:, class_order]
+    seen = np.zeros(n, dtype=bool)
+    seen[start] = True
+    levels = [np.array([start], dtype=np.int64)]
+    while True:
+        found = ordered[levels[-1]].reshape(-1)
+        found = found[found >= 0]
+        found = found[~seen[found]]
+        if not found.size:
+            break
+        _, first = np.unique(found, return_index=True)
+        level = found[np.sort(first)]
+        seen[level] = True
+        levels.append(level)
+    perm = np.concatenate(levels)
     inv = np.full(n + 1, -1, dtype=np.int64)
     inv[perm] = np.arange(len(perm))
     ctable = inv[table[perm]]

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..budget import current_budget
-from .dfa import ByteDFA, finalize
+from .dfa import ByteDFA, StateLimit, finalize
 from .nfa import well_formed
 
 _LEAF = -2  # a trie entry ``_LEAF - i``: label ``i`` has read one whole spelling (its next state's root)
@@ -33,7 +33,8 @@ def labelled_dfa(
     n_states: int, edges: Sequence[tuple[int, ByteDFA, int]], accepting: Sequence[int], max_states: int
 ) -> ByteDFA | None:
     """The minimal DFA of the automaton with ``edges`` ``(p, label's DFA, q)`` (start 0), or ``None`` where its
-    labels do not make deterministic tries (see the module) or the tries together pass ``max_states``."""
+    labels do not make deterministic tries (see the module); raises ``StateLimit`` where the tries together
+    pass ``max_states``."""
     if not well_formed(n_states, edges, accepting):
         return None  # the subset construction's path says what is wrong
     leaving: list[list[tuple[ByteDFA, int]]] = [[] for _ in range(n_states)]
@@ -59,7 +60,10 @@ def labelled_dfa(
         offset[p] = total
         total += len(found[0])
         if total > max_states:
-            return None
+            # counted before minimization, which merges only what tries share (a loop's states reading the same
+            # labels into the same states); the subset construction would reach the limit far slower, and
+            # minimizing tens of thousands of trie states costs seconds (a counted ``\S{1,256}``)
+            raise StateLimit(max_states)
         for _, q in leaving[p]:
             if q not in seen:
                 seen.add(q)
@@ -77,7 +81,7 @@ def labelled_dfa(
     final = np.zeros(total, dtype=bool)
     final[[offset[q] for q in accepting if q in offset]] = True
     dfa = finalize(table, final, class_of_byte.reshape(-1))
-    return dfa if dfa.n_states <= max_states else None
+    return dfa
 
 
 Labelled = tuple[int, Sequence[tuple[int, ByteDFA, int]], Sequence[int]]  # (states, edges, accepting states)

@@ -5,9 +5,12 @@ scalar values only (lone ``\\uD800`` escapes are not generated).
 """
 from __future__ import annotations
 
+import re
 import unicodedata
 from functools import lru_cache
 from typing import Iterable
+
+import numpy as np
 
 from ...automata import charset as _base
 
@@ -63,29 +66,21 @@ def contains(s: Ranges, cp: int) -> bool:
     return False
 
 
-def _from_predicate(pred) -> Ranges:  # type: ignore[no-untyped-def]
-    out: list[tuple[int, int]] = []
-    start = -1
-    for cp in range(MAX_CP + 2):
-        ok = cp <= MAX_CP and not (0xD800 <= cp <= 0xDFFF) and pred(chr(cp))
-        if ok and start < 0:
-            start = cp
-        elif not ok and start >= 0:
-            out.append((start, cp - 1))
-            start = -1
-    return norm(out)
+def _matching(regex: str) -> Ranges:
+    """The code points Python's ``re`` matches with ``regex`` (one code point), found by one scan in C over all of
+    them (a predicate per code point in Python took a third of a second)."""
+    code_points = np.arange(MAX_CP + 1, dtype="<u4")
+    code_points[0xD800:0xE000] = 0  # not encodable; U+0000 is matched by none of these
+    every = code_points.tobytes().decode("utf-32-le")  # at index i, the code point i
+    return norm((m.start(), m.end() - 1) for m in re.finditer(f"(?:{regex})+", every))
 
 
 @lru_cache(maxsize=None)
 def unicode_class(name: str) -> Ranges:
     """Python ``re`` (str pattern) semantics of ``\\d``, ``\\w``, ``\\s``."""
-    if name == "d":
-        return _from_predicate(str.isdecimal)
-    if name == "w":
-        return _from_predicate(lambda c: c.isalnum() or c == "_")
-    if name == "s":
-        return _from_predicate(str.isspace)
-    raise KeyError(name)
+    if name not in ("d", "w", "s"):
+        raise KeyError(name)
+    return _matching("\\" + name)
 
 
 # ECMA-262's General_Category values (``\\p{L}``, ``\\p{Letter}``, ``\\p{gc=Lu}``): long name -> short name;

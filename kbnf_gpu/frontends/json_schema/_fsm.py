@@ -358,12 +358,18 @@ def automaton_expr(d: DFA) -> Automaton:
     """``d`` as an expression (``ir.Automaton``): one edge per (state, target), labelled with the union of the
     symbols that lead there."""
     edges = []
+    labels: dict[tuple[int, ...], CharClass] = {}  # symbols -> their class (a counter's states share theirs)
     for q, row in enumerate(d.trans):
-        targets: dict[int, list[tuple[int, int]]] = {}
+        targets: dict[int, list[int]] = {}
         for sym, t in enumerate(row):
             if t >= 0:
-                targets.setdefault(t, []).extend(d.symbols[sym])
-        edges.extend((q, CharClass(cs.norm(rs)), t) for t, rs in sorted(targets.items()))
+                targets.setdefault(t, []).append(sym)
+        for t, syms in sorted(targets.items()):
+            key = tuple(syms)
+            label = labels.get(key)
+            if label is None:
+                label = labels[key] = CharClass(cs.norm(r for sym in syms for r in d.symbols[sym]))
+            edges.append((q, label, t))
     return Automaton(d.n, tuple(edges), tuple(q for q in range(d.n) if d.accept[q]))
 
 

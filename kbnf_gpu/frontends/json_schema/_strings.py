@@ -11,8 +11,6 @@ unit and lengths count exactly as ``len(str)`` does.
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Callable
-
 from ...ir import Alternation, Automaton, CharClass, Concat, Literal, RegExpr, Repeat
 from . import _charset as cs
 from ._rx import EPS, Rx, alt, cc, lit, rep, seq
@@ -22,60 +20,58 @@ _SHORT = {0x22: '"', 0x5C: "\\", 0x2F: "/", 0x08: "b", 0x0C: "f", 0x0A: "n", 0x0
 QUOTE = lit('"')
 
 
-def _hex_digit_class(lo: int, hi: int) -> RegExpr:
-    rs = []
-    for v in range(lo, hi + 1):
-        rs.append((ord("0123456789abcdef"[v]),) * 2)
-        if v >= 10:
-            rs.append((ord("ABCDEF"[v - 10]),) * 2)
-    return CharClass(cs.norm(rs))
+_HEX = "0123456789abcdef"
+_Segments = tuple[tuple[int, int, RegExpr], ...]  # sorted, disjoint ``(lo, hi, what follows)``
 
 
-def fixed_width(lo: list[int], hi: list[int], base: int, digit: Callable[[int, int], RegExpr]) -> Rx:
-    """Digit strings of fixed width between ``lo`` and ``hi`` (inclusive), factored."""
-    n = len(lo)
-    if n == 0:
-        return EPS
-    if lo[0] == hi[0]:
-        return seq(digit(lo[0], lo[0]), fixed_width(lo[1:], hi[1:], base, digit))
-    a, b = lo[0], hi[0]
-    full = rep(digit(0, base - 1), n - 1, n - 1) if n > 1 else EPS
-    first = last = None
-    if any(x != 0 for x in lo[1:]):
-        first = seq(digit(a, a), fixed_width(lo[1:], [base - 1] * (n - 1), base, digit))
-        a += 1
-    if any(x != base - 1 for x in hi[1:]):
-        last = seq(digit(b, b), fixed_width([0] * (n - 1), hi[1:], base, digit))
-        b -= 1
-    mid = seq(digit(a, b), full) if a <= b else None
-    return alt(first, mid, last)
+def _hex_digits(values: tuple[int, ...]) -> RegExpr:
+    """One hex digit out of ``values``, in either case."""
+    chars = "".join(_HEX[v] + (_HEX[v].upper() if v >= 10 else "") for v in values)
+    return CharClass(cs.of_chars(chars))
 
 
-def _hex4(ranges: cs.Ranges) -> Rx:
-    out: Rx = None
-    for a, b in ranges:
-        da = [(a >> s) & 15 for s in (12, 8, 4, 0)]
-        db = [(b >> s) & 15 for s in (12, 8, 4, 0)]
-        out = alt(out, fixed_width(da, db, 16, _hex_digit_class))
-    return out
+@lru_cache(maxsize=4096)
+def _hex_trie(segments: _Segments, width: int) -> Rx:
+    """``width`` hex digits spelling a value of a segment, then that segment's continuation.
+
+    Written as a trie: the options at each digit read disjoint digits (digits
+    whose rests are alike share one option), so the automaton is deterministic
+    as written and its subset construction stays as small as the trie. A union
+    of one spelling per range instead (``\p{L}`` has 648 ranges) made the
+    subset construction track hundreds of options at every digit.
+    """
+    if width == 0:
+        return segments[0][2]
+    step = 16 ** (width - 1)
+    rests: dict[int, list[tuple[int, int, RegExpr]]] = {}
+    for lo, hi, then in segments:
+        for d in range(lo // step, hi // step + 1):
+            base = d * step
+            rests.setdefault(d, []).append((max(lo, base) - base, min(hi, base + step - 1) - base, then))
+    digits_of: dict[_Segments, list[int]] = {}
+    for d, rest in rests.items():
+        digits_of.setdefault(tuple(rest), []).append(d)
+    return alt(*(seq(_hex_digits(tuple(ds)), _hex_trie(rest, width - 1)) for rest, ds in digits_of.items()))
 
 
-def _pairs(ranges: cs.Ranges) -> Rx:
-    """Surrogate-pair escapes for astral code points."""
-    out: Rx = None
-    u = lit("\\u")
-    for a, b in ranges:
-        va, vb = a - 0x10000, b - 0x10000
-        ha, hb = 0xD800 + (va >> 10), 0xD800 + (vb >> 10)
-        la, lb = 0xDC00 + (va & 0x3FF), 0xDC00 + (vb & 0x3FF)
-        if ha == hb:
-            out = alt(out, seq(u, _hex4(((ha, ha),)), u, _hex4(((la, lb),))))
-            continue
-        out = alt(out, seq(u, _hex4(((ha, ha),)), u, _hex4(((la, 0xDFFF),))))
-        if hb - ha >= 2:
-            out = alt(out, seq(u, _hex4(((ha + 1, hb - 1),)), u, _hex4(((0xDC00, 0xDFFF),))))
-        out = alt(out, seq(u, _hex4(((hb, hb),)), u, _hex4(((0xDC00, lb),))))
-    return out
+def _u_escapes(ranges: cs.Ranges) -> Rx:
+    """Every ``\\uXXXX`` spelling of a code point of ``ranges``: astral ones as a surrogate pair, whose low half
+    follows its high half in the same trie."""
+    segments = [(a, b, EPS) for a, b in cs.intersect(ranges, ((0, 0xFFFF),))]
+    lows_of: dict[int, list[tuple[int, int]]] = {}  # high surrogate -> its low surrogates' ranges
+    for a, b in cs.intersect(ranges, ((0x10000, cs.MAX_CP),)):
+        for high in range(0xD800 + ((a - 0x10000) >> 10), 0xD800 + ((b - 0x10000) >> 10) + 1):
+            first = 0x10000 + ((high - 0xD800) << 10)
+            lows_of.setdefault(high, []).append((0xDC00 + max(a, first) - first, 0xDC00 + min(b, first + 0x3FF) - first))
+    for high, lows in lows_of.items():
+        then = seq(lit("\\u"), _hex_trie(tuple((a, b, EPS) for a, b in lows), 4))
+        if segments and segments[-1][1] == high - 1 and segments[-1][2] == then:
+            segments[-1] = (segments[-1][0], high, then)
+        else:
+            segments.append((high, high, then))
+    if not segments:
+        return None
+    return seq(lit("\\u"), _hex_trie(tuple(sorted(segments, key=lambda s: s[0])), 4))
 
 
 @lru_cache(maxsize=4096)
@@ -84,10 +80,7 @@ def unit(ranges: cs.Ranges) -> Rx:
     raw = cc(cs.intersect(ranges, RAW_ALLOWED))
     short = [ch for cp, ch in _SHORT.items() if cs.contains(ranges, cp)]
     esc = seq(lit("\\"), cc(cs.of_chars("".join(short)))) if short else None
-    bmp = cs.intersect(ranges, ((0, 0xFFFF),))
-    uesc = seq(lit("\\u"), _hex4(bmp)) if bmp else None
-    astral = cs.intersect(ranges, ((0x10000, cs.MAX_CP),))
-    return alt(raw, esc, uesc, _pairs(astral) if astral else None)
+    return alt(raw, esc, _u_escapes(ranges))
 
 
 CHAR = unit(cs.ANY)
@@ -98,7 +91,7 @@ def encode(x: Rx) -> Rx:
     if x is None:
         return None
     if isinstance(x, CharClass):
-        return unit(cs.norm(x.ranges))
+        return _encode_class(x)
     if isinstance(x, Literal):
         return seq(*(unit(cs.single(ord(c))) for c in x.value.decode("utf-8")))
     if isinstance(x, Concat):
@@ -112,6 +105,11 @@ def encode(x: Rx) -> Rx:
                       if label is not None)
         return Automaton(x.n_states, edges, x.accepting)
     raise TypeError(type(x))
+
+
+@lru_cache(maxsize=4096)
+def _encode_class(x: CharClass) -> Rx:
+    return unit(cs.norm(x.ranges))
 
 
 def encode_text(s: str) -> Rx:
