@@ -57,21 +57,35 @@ def _hex_trie(segments: _Segments, width: int) -> Rx:
 def _u_escapes(ranges: cs.Ranges) -> Rx:
     """Every ``\\uXXXX`` spelling of a code point of ``ranges``: astral ones as a surrogate pair, whose low half
     follows its high half in the same trie."""
-    segments = [(a, b, EPS) for a, b in cs.intersect(ranges, ((0, 0xFFFF),))]
-    lows_of: dict[int, list[tuple[int, int]]] = {}  # high surrogate -> its low surrogates' ranges
+    segments: list[tuple[int, int, RegExpr]] = [(a, b, EPS) for a, b in cs.intersect(ranges, ((0, 0xFFFF),))]
+    highs: list[list] = []  # [first high, last high, its lows' ranges], ascending; a run of highs shares its lows
     for a, b in cs.intersect(ranges, ((0x10000, cs.MAX_CP),)):
-        for high in range(0xD800 + ((a - 0x10000) >> 10), 0xD800 + ((b - 0x10000) >> 10) + 1):
-            first = 0x10000 + ((high - 0xD800) << 10)
-            lows_of.setdefault(high, []).append((0xDC00 + max(a, first) - first, 0xDC00 + min(b, first + 0x3FF) - first))
-    for high, lows in lows_of.items():
-        then = seq(lit("\\u"), _hex_trie(tuple((a, b, EPS) for a, b in lows), 4))
-        if segments and segments[-1][1] == high - 1 and segments[-1][2] == then:
-            segments[-1] = (segments[-1][0], high, then)
+        (ha, la), (hb, lb) = divmod(a - 0x10000, 0x400), divmod(b - 0x10000, 0x400)
+        runs = [(ha, ha, ((la, lb),))] if ha == hb else [(ha, ha, ((la, 0x3FF),)), (ha + 1, hb - 1, ((0, 0x3FF),)),
+                                                           (hb, hb, ((0, lb),))]
+        for first, last, lows in runs:
+            if first > last:
+                continue
+            if highs and highs[-1][1] == first:  # a high shared with the range before: its lows join
+                before = highs.pop()
+                if before[0] < first:
+                    highs.append([before[0], first - 1, before[2]])
+                highs.append([first, first, before[2] + lows])
+                first += 1
+            if first <= last:
+                highs.append([first, last, lows])
+    tails: dict[tuple, RegExpr] = {}
+    for first, last, lows in highs:
+        then = tails.get(lows)
+        if then is None:
+            then = tails[lows] = seq(lit("\\u"), _hex_trie(tuple((0xDC00 + a, 0xDC00 + b, EPS) for a, b in lows), 4))
+        if segments and segments[-1][1] == 0xD800 + first - 1 and segments[-1][2] is then:
+            segments[-1] = (segments[-1][0], 0xD800 + last, then)  # one segment per run: the trie groups alike
         else:
-            segments.append((high, high, then))
+            segments.append((0xD800 + first, 0xD800 + last, then))
     if not segments:
         return None
-    return seq(lit("\\u"), _hex_trie(tuple(sorted(segments, key=lambda s: s[0])), 4))
+    return seq(lit("\\u"), _hex_trie(tuple(segments), 4))
 
 
 @lru_cache(maxsize=4096)
