@@ -671,6 +671,12 @@ case("email-max-length", {"type": "string", "format": "email", "maxLength": 40},
      lambda r: "u%d@%s.example" % (r.randint(0, 10**6), "d" * r.randint(1, 20)))
 case("pattern-counting-far", {"type": "string", "pattern": "^(ab|cd|ef|gh){1,300}$"}, ["", "abc", "ab" * 301],
      lambda r: "".join(r.choice(["ab", "cd", "ef", "gh"]) for _ in range(r.choice([1, 7, 8, 9, r.randint(1, 300)]))))
+case("pattern-counting-past-1000", {"type": "string", "pattern": "^[^\\u0000\\r\\n]{3,1500}$"},
+     ["ab", "a" * 1501, "ab\ncd", "abc\u0000"],
+     lambda r: "".join(r.choice("aé/\\\"\u2028 ") for _ in range(r.choice([3, 1500, r.randint(3, 1500)]))))
+case("pattern-unanchored-counts", {"type": "string", "pattern": "arn:(aws|aws-cn):acm:[a-z0-9-]+:[0-9]{12}:cert/.{1,2048}"},
+     ["arn:aws:acm:x:123:cert/y", "arn:aws:acm:x:123456789012:cert/", "arn:aws-us:acm:x:123456789012:cert/y"],
+     lambda r: "é" * r.randint(0, 3) + "arn:aws:acm:eu-1:" + "%012d" % r.randint(0, 10**12 - 1) + ":cert/" + "/x" * r.randint(1, 9))
 case("pattern-min-length", {"type": "string", "pattern": "ab", "minLength": 40}, ["ab" + "x" * 37, "x" * 50],
      lambda r: "x" * r.randint(0, 30) + "ab" + "é" * r.randint(38, 60))
 case("pattern-untyped", {"pattern": "^[a-z]*$", "minLength": 2}, ["A", "ab1", "a"])
@@ -998,6 +1004,17 @@ def test_unicode_class_pattern_with_length_is_exact() -> None:
     for _ in range(300):
         text = "".join(rnd.choice("aé\u0436Z5\u0663_- ") for _ in range(rnd.randint(0, 44)))
         want = regex.fullmatch("[\\p{L}\\p{N}_]*", text) is not None and 2 <= len(text) <= 40
+        assert chk.complete(json.dumps(text)) == want, text
+
+
+def test_java_posix_class_with_length_is_exact() -> None:
+    """CloudFormation's ``^[\\p{Graph}\\x20]*$`` (Java's printable ASCII) with a length limit, whole strings
+    against Java's reading of the class."""
+    chk = Checker({"type": "string", "pattern": "^[\\p{Graph}\\x20]*$", "maxLength": 40})
+    rnd = random.Random(3)
+    for _ in range(200):
+        text = "".join(rnd.choice("a~ \t\u00e9\"\\") for _ in range(rnd.randint(0, 44)))
+        want = re.fullmatch("[\x20-\x7e]*", text) is not None and len(text) <= 40
         assert chk.complete(json.dumps(text)) == want, text
 
 

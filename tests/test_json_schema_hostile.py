@@ -101,6 +101,12 @@ REFUSED = [
     # lookarounds whose automaton (subsets of obligations) or regular expression grows past its bound
     ("pattern-six-lookaheads-repeated", {"type": "string", "pattern": "(?:(?=.*a)(?=.*b)(?=.*c)(?=.*d)(?=.*e)(?=.*f).)+"},
      GrammarError, "/pattern", None),
+    # a searched counter: its automaton (every code point also an escape) passes max_dfa_states, and chunks of it
+    # would need a lexeme per boundary state
+    ("pattern-searched-counter", {"type": "string", "pattern": "arn:[a-z]{2,1200}:.{1,2048}"}, GrammarError, "/",
+     None),
+    ("pattern-repeat-past-5000", {"type": "string", "pattern": "^a{1,5001}$"}, GrammarError, "/pattern", None),
+    ("pattern-nested-repeats", {"type": "string", "pattern": "^(a{1000}){1000}$"}, GrammarError, "/", None),
     ("multipleof-four-thousand-tails", {"type": "number", "multipleOf": 0.0032}, GrammarError, "/multipleOf", None),
     ("not-integer-with-multipleof", {"type": "number", "multipleOf": 0.5, "not": {"type": "integer"}}, GrammarError,
      "/multipleOf", None),

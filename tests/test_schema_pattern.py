@@ -16,7 +16,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from kbnf_gpu.frontends.json_schema._pattern import PatternError, pattern_language, search
+from kbnf_gpu.frontends.json_schema._pattern import JAVA_POSIX_CLASSES, PatternError, pattern_language, search
 from kbnf_gpu.frontends.json_schema._pyre import to_python
 
 ALPHABET = ["a", "b", "1", "-", "/", " ", "\x01", "\n", "\U0001F600", "\u0663"]
@@ -103,7 +103,7 @@ def test_top_level_lookaheads_are_exact(pattern: str) -> None:
         (r"x(?<!a$)c", "end anchor"),
         (r"(a)\1", "unsupported escape"),
         (r"\p{Script=Greek}", "unsupported Unicode property 'Script=Greek'"),  # scripts: not in unicodedata
-        (r"a[\p{Graph}]", "unsupported Unicode property 'Graph'"),  # Java's, not ECMA-262's
+        (r"a[\p{Alpha}]", "unsupported Unicode property 'Alpha'"),  # ECMA-262's Alphabetic, not Java's ASCII
         (r"\p{L", "unsupported Unicode property"),
         (r"\pL", "unsupported escape '\\p'"),
     ],
@@ -281,6 +281,23 @@ def test_unicode_property_escapes_match_the_regex_module(name: str, negated: boo
     compiled = re.compile(to_python(pattern_language(pattern)), re.S)
     assert (compiled.fullmatch(text) is not None) == want, (pattern, hex(cp))
     assert search(pattern, text) == want, (pattern, hex(cp))
+
+
+@pytest.mark.parametrize("name", sorted(JAVA_POSIX_CLASSES))
+def test_java_posix_classes_are_read_as_java_reads_them(name: str) -> None:
+    """``\\p{Graph}`` and the other POSIX classes of ``java.util.regex`` (CloudFormation's schemas write
+    ``^[\\p{Graph}\\x20]*$``), a syntax error to ECMA-262: Java's US-ASCII classes, checked against the
+    ``regex`` module's POSIX classes in ASCII mode, negated too."""
+    import regex
+
+    oracle = regex.compile(f"(?a)[[:{name.lower()}:]]")
+    pattern, negated = f"^[\\p{{{name}}}]$", f"^\\P{{{name}}}$"
+    compiled = re.compile(to_python(pattern_language(pattern)), re.S)
+    compiled_negated = re.compile(to_python(pattern_language(negated)), re.S)
+    for cp in [*range(0x180), 0x2028, 0xFF10, 0x1F600]:
+        want = oracle.fullmatch(chr(cp)) is not None
+        assert (compiled.fullmatch(chr(cp)) is not None) == want == search(pattern, chr(cp)), (name, hex(cp))
+        assert (compiled_negated.fullmatch(chr(cp)) is None) == want, (name, hex(cp))
 
 
 def test_identity_escape_of_an_underscore() -> None:

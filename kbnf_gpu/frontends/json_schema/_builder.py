@@ -530,8 +530,9 @@ class Builder:
                 return chunked
             try:
                 if len(langs) == 1 and lo == 0 and hi is None:
-                    return self.string_term(langs[0])
-                whole = self.string_term(combine(rep(ANY_CHAR, lo, hi), langs))
+                    whole = self.string_term(langs[0])
+                else:
+                    whole = self.string_term(combine(rep(ANY_CHAR, lo, hi), langs))
                 if self.fits(whole):  # else in chunks (a class of many ranges: each code point also an escape)
                     return whole
             except TooLarge:

@@ -41,7 +41,10 @@ if TYPE_CHECKING:
 STRING_CHUNK = 16  # code points per lexeme when a long string is split
 MAX_THREAD_CHUNKS = 10_000  # chunk counts a threaded string tracks (one rule per state and count)
 MAX_THREAD_RULES = 5_000  # rules of one threaded string
-MAX_THREAD_TERMINALS = 400
+MAX_THREAD_TERMINALS = 400  # distinct chunk and tail lexemes of one threaded string
+# automaton states at chunk boundaries (each gets its chunk languages, at the code-point level: a counter's run of
+# states shares a few languages, ``.{0,1023}`` has 64 boundaries and two chunk lexemes)
+MAX_THREAD_BOUNDARIES = 2_000
 # byte automaton states per code-point state of a pattern as one lexeme (every code point also an escape;
 # measured 6-30): a pattern whose code-point automaton passes ``max_dfa_states`` / this is chunked
 BYTE_STATES_PER_STATE = 32
@@ -72,7 +75,15 @@ def threaded_string(b: "Builder", langs: list[Rx], lo: int, hi: Optional[int], w
     lo = 0 if lo <= shortest else lo
     hi = None if hi is not None and longest is not None and hi >= longest else hi
     if lo == 0 and hi is None:
-        return b.string_term(as_expr(d))
+        whole = b.string_term(as_expr(d))
+        if b.fits(whole):
+            return whole
+        threaded = _thread_chunks(b, d, 0, None, (STRING_CHUNK, 8, 4), bounded_rest=True)
+        if threaded is not None:
+            return threaded
+        b.doc.problem("this pattern/format is too complex to enforce exactly (its automaton, every code point also "
+                      "an escape, passes max_dfa_states)", where)
+        return counted_string(b, 0, None)
     # the bounds as a counter beside the automaton's states, when that still fits one lexeme (``format: ipv6``
     # with ``minLength: 3``: one more count than the automaton has; threading its hundreds of states would not)
     one = _one_lexeme_states()
@@ -157,7 +168,7 @@ def _thread(b: "Builder", d: DFA, lo: int, hi: Optional[int], C: int, bounded_re
     needed = len(boundary)
     if lo == 0:
         needed += len(_boundary_states(d, C, None if hi is None else hi // C))
-    if needed > MAX_THREAD_TERMINALS:
+    if needed > MAX_THREAD_BOUNDARIES:
         raise TooLarge("string automaton too large")
     if hi is not None:  # one rule per (state, chunks so far): the states at each boundary, counted
         rules, level = 0, {0}
@@ -267,7 +278,7 @@ def _thread(b: "Builder", d: DFA, lo: int, hi: Optional[int], C: int, bounded_re
             if hi is None or (j + 1) * C <= hi:
                 alts.extend((term, ref(q, j + 1)) for q, term in chunks(p))
         bodies[(p, j)] = alts
-        if len(chunk_terms) + len(end_terms) > MAX_THREAD_TERMINALS:
+        if len(by_language) > MAX_THREAD_TERMINALS:
             raise TooLarge("string automaton too large")
     refs = {key: ir.Ref(b.fresh(f"string_{key[0]}_{key[1]}")) for key in bodies}
     for key, alts in bodies.items():
@@ -316,7 +327,7 @@ def _boundary_states(d: DFA, C: int, levels: Optional[int]) -> set[int]:
         frontier = _after(d, frontier, C) - seen
         seen |= frontier
         level += 1
-        if len(seen) > MAX_THREAD_TERMINALS:
+        if len(seen) > MAX_THREAD_BOUNDARIES:
             break
     return seen
 

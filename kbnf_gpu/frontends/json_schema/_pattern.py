@@ -32,14 +32,24 @@ differently (``{,n}``, ``\\a``...).
 from __future__ import annotations
 
 import re
+import string
 from typing import Optional
 
 from . import _charset as cs
-from ...ir import Automaton
+from ...ir import Automaton, Concat, Repeat
 from ._rx import EPS, Rx, alt, cc, holds_automaton, nullable, opt, rep, seq, star
 
 MAX_GROUP_DEPTH = 100
-MAX_REPEAT = 1000
+MAX_REPEAT = 5000
+_ALNUM = string.ascii_letters + string.digits
+# java.util.regex.Pattern's POSIX classes (US-ASCII only, as Java reads them by default); not ``Alpha``, which
+# ECMA-262 reads as Unicode's Alphabetic
+JAVA_POSIX_CLASSES = {
+    "Lower": string.ascii_lowercase, "Upper": string.ascii_uppercase, "Digit": string.digits, "Alnum": _ALNUM,
+    "Punct": string.punctuation, "Graph": _ALNUM + string.punctuation, "Print": _ALNUM + string.punctuation + " ",
+    "Blank": " \t", "Cntrl": "".join(map(chr, range(0x20))) + "\x7f", "XDigit": string.hexdigits,
+    "Space": " \t\n\x0b\f\r",
+}
 _BRACE = re.compile(r"\{(\d+)(,(\d*))?\}")
 _BRACE_AMBIGUOUS = re.compile(r"\{,\d*\}")
 
@@ -278,8 +288,9 @@ class _Parser:
 
     def _property(self, negated: bool, start: int) -> tuple[cs.Ranges, cs.Ranges]:
         """``\\p{…}`` / ``\\P{…}`` (ECMA-262, ``u`` flag): a General_Category (``L``, ``Letter``, ``gc=Lu``,
-        ``General_Category=Nd``), ``Any`` or ``ASCII``. Python's ``re`` has no ``\\p``; the categories are those
-        of this interpreter's Unicode version."""
+        ``General_Category=Nd``), ``Any`` or ``ASCII``; or a Java POSIX class (``\\p{Graph}``), a syntax error in
+        ECMA-262 that schemas written for Java (CloudFormation's) use with Java's ASCII meaning. Python's ``re``
+        has no ``\\p``; the categories are those of this interpreter's Unicode version."""
         end = self.s.find("}", self.i)
         name = self.s[self.i + 1 : end] if end > 0 else ""
         key, _, value = name.partition("=")
@@ -289,12 +300,14 @@ class _Parser:
             r = cs.ANY
         elif name == "ASCII":
             r = cs.norm([(0, 0x7F)])
+        elif name in JAVA_POSIX_CLASSES:
+            r = cs.of_chars(JAVA_POSIX_CLASSES[name])
         else:
             try:
                 r = cs.unicode_category(name)
             except KeyError:
-                raise self.error(f"unsupported Unicode property '{name}' (General_Category values, Any and ASCII "
-                                 "are supported)", start) from None
+                raise self.error(f"unsupported Unicode property '{name}' (General_Category values, Any, ASCII and "
+                                 "Java's POSIX classes are supported)", start) from None
         self.ecma_only = True
         self.i = end + 1
         if negated:
@@ -445,8 +458,24 @@ def search_language(tree: Node, over: bool) -> Rx:
         tail: Rx = ANY_STAR
         if ea:
             tail = opt(cc(cs.single(10))) if over else EPS
-        out = alt(out, seq(EPS if sa else ANY_STAR, body, tail))
+        out = alt(out, seq(EPS if sa else ANY_STAR, _unpinned(body, not sa, not ea), tail))
     return out
+
+
+def _unpinned(body: Rx, start: bool, end: bool) -> Rx:
+    """``body`` less what ``.*`` beside an unanchored end already reads: nullable parts there, and a repetition's
+    copies past its minimum (unanchored, ``arn:.+:[^/].{0,1023}`` is ``.*arn:.+:[^/].*`` and ``x/.{1,2048}`` is
+    ``.*x/..*``: the same strings, and no counter to combine)."""
+    parts = list(body.parts) if isinstance(body, Concat) else [body]
+    while end and parts and nullable(parts[-1]):
+        parts.pop()
+    while start and parts and nullable(parts[0]):
+        parts.pop(0)
+    if end and parts and isinstance(parts[-1], Repeat):
+        parts[-1] = rep(parts[-1].item, parts[-1].min, parts[-1].min)
+    if start and parts and isinstance(parts[0], Repeat):
+        parts[0] = rep(parts[0].item, parts[0].min, parts[0].min)
+    return seq(*parts)
 
 
 def _with_lookaheads(tree: Node, over: bool) -> Rx:
