@@ -39,6 +39,26 @@ CLASS_PAIRS = [
 ]
 
 
+# Python's (Java's, PCRE's) \A \Z \z and a leading (?s), which real-world schemas write: what Python reads
+PYTHON_SYNTAX = [
+    (r"\A[ab1]+\Z", r"\A[ab1]+\Z"),
+    (r"\Aa|b\z", r"\Aa|b\Z"),
+    (r"(?s)a.b", r"(?s)a.b"),
+    (r"(?s)^.\Z", r"(?s)^.\Z"),
+    (r"(?s).*", r"(?s).*"),
+]
+
+
+@pytest.mark.parametrize("pattern, python", PYTHON_SYNTAX)
+def test_python_anchors_and_dot_all_mean_what_python_says(pattern: str, python: str) -> None:
+    full = re.compile(to_python(pattern_language(pattern)), re.S)
+    oracle = re.compile(python)
+    for text in _texts(3):
+        want = oracle.search(text) is not None
+        assert search(pattern, text) == want, (pattern, text)
+        assert (full.fullmatch(text) is not None) == want, (pattern, text)
+
+
 def _texts(max_len: int):
     for n in range(max_len + 1):
         for chars in itertools.product(ALPHABET, repeat=n):

@@ -105,6 +105,7 @@ class _Parser:
         self.s = src
         self.i = 0
         self.ecma_only = False  # read ECMA-only syntax (Python's re refuses it or reads it otherwise)
+        self.dot_all = False  # a leading ``(?s)``: ``.`` reads every code point
 
     def error(self, msg: str, pos: Optional[int] = None) -> PatternError:
         return PatternError(msg, self.i if pos is None else pos)
@@ -113,6 +114,9 @@ class _Parser:
         return self.s[self.i] if self.i < len(self.s) else ""
 
     def parse(self) -> Node:
+        if self.s.startswith("(?s)"):  # Python's (and PCRE's) dot-all flag, before the whole pattern
+            self.i = 4
+            self.dot_all = True
         node = self.alternation(0)
         if self.i < len(self.s):
             raise self.error("unbalanced ')'")
@@ -215,9 +219,15 @@ class _Parser:
             return ("eol",)
         if c == ".":
             self.i += 1
-            return ("set", _DOT_UNDER, _DOT_OVER)
+            return ("set", cs.ANY, cs.ANY) if self.dot_all else ("set", _DOT_UNDER, _DOT_OVER)
         if c == "[":
             return self.char_class()
+        if c == "\\" and self.s[self.i + 1 : self.i + 2] in ("A", "Z", "z"):
+            # Python's, Java's and PCRE's start and end of the string (``\\A[0-9a-z]+\\Z``), as ``^`` and ``$``
+            # read them here; Python has no ``\\z``
+            self.ecma_only |= self.s[self.i + 1] == "z"
+            self.i += 2
+            return ("bol",) if self.s[self.i - 1] == "A" else ("eol",)
         if c == "\\" and self.s[self.i + 1 : self.i + 2] in ("b", "B"):
             self.i += 2
             return ("wordb", self.s[self.i - 1] == "B")
