@@ -342,6 +342,43 @@ def test_string_units_count_code_points() -> None:
     assert r.fullmatch('"\\u00E9\\/\\uD83D\\uDE00"')
 
 
+def _spellings(cp: int) -> set[str]:
+    """Every JSON spelling of one code point: raw where JSON allows it, a short escape, ``\\uXXXX`` in either
+    case (a surrogate pair above U+FFFF, each half in either case)."""
+    out = {"\\u%04x" % cp, "\\u%04X" % cp} if cp <= 0xFFFF else set()
+    if cp > 0xFFFF:
+        high, low = 0xD800 + ((cp - 0x10000) >> 10), 0xDC00 + ((cp - 0x10000) & 0x3FF)
+        out = {f"\\u{h}\\u{lo}" for h in ("%04x" % high, "%04X" % high) for lo in ("%04x" % low, "%04X" % low)}
+    if cp >= 0x20 and chr(cp) not in '"\\':
+        out.add(chr(cp))
+    short = {'"': '\\"', "\\": "\\\\", "/": "\\/", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+    if chr(cp) in short:
+        out.add(short[chr(cp)])
+    return out
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 0x10FFFF), st.integers(0, 2000)), min_size=1, max_size=6), st.data())
+def test_class_spellings_are_every_json_spelling_of_its_code_points(starts, data) -> None:
+    """``unit(ranges)``, the spellings of one code point of a class (its ``\\u`` escapes a trie of hex digits,
+    astral ones a high surrogate's run then its low trie), against every spelling of code points drawn inside,
+    beside and outside the class: accepted exactly when the code point is in it."""
+    from kbnf_gpu.frontends.json_schema import _charset as cs
+    from kbnf_gpu.frontends.json_schema._strings import unit
+
+    ranges = cs.norm((a, min(a + n, 0x10FFFF)) for a, n in starts)
+    assume(ranges)
+    r = rx(unit(ranges))
+    edges = [c for a, b in ranges for c in (a - 1, a, b, b + 1, (a + b) // 2)]
+    probes = edges + data.draw(st.lists(st.integers(0, 0x10FFFF), max_size=8))
+    for cp in probes:
+        if not 0 <= cp <= 0x10FFFF or 0xD800 <= cp <= 0xDFFF:
+            continue
+        inside = cs.contains(ranges, cp)
+        for text in _spellings(cp):
+            assert bool(r.fullmatch(text)) == inside, (ranges, hex(cp), text)
+
+
 PATTERNS = [
     r"^[a-zA-Z0-9_-]*$", r"^abc?d*efg+(hij)?kl$", r"^A|B|C|D$", r"ab", r"a$", r"(^a|b$)c?", r"x{2}", r"[^a-c]+$",
     r"\d\w\s", r"\D\W\S", r"[^\d\s]", r"^$", r"a?^b", r"a$b?", r"^(\([0-9]{1,3}\))?[0-9]{3}-[0-9]{4}$", r"a{", r"[\]-]",
