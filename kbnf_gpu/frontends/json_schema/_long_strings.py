@@ -194,6 +194,8 @@ def _thread(b: "Builder", d: DFA, lo: int, hi: Optional[int], C: int, bounded_re
             return None
         found = by_language.get((kind, key))
         if found is None:
+            if len(by_language) >= MAX_THREAD_TERMINALS:
+                raise TooLarge("string automaton too large")
             states[0] += language.n
             if states[0] > MAX_THREAD_STATES:
                 raise TooLarge("string chunk automata too large")
@@ -278,8 +280,6 @@ def _thread(b: "Builder", d: DFA, lo: int, hi: Optional[int], C: int, bounded_re
             if hi is None or (j + 1) * C <= hi:
                 alts.extend((term, ref(q, j + 1)) for q, term in chunks(p))
         bodies[(p, j)] = alts
-        if len(by_language) > MAX_THREAD_TERMINALS:
-            raise TooLarge("string automaton too large")
     refs = {key: ir.Ref(b.fresh(f"string_{key[0]}_{key[1]}")) for key in bodies}
     for key, alts in bodies.items():
         b.add_rule(refs[key].name, [t if after is None else ir.Sequence((t, refs[after])) for t, after in alts])

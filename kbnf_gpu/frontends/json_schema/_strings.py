@@ -11,6 +11,7 @@ unit and lengths count exactly as ``len(str)`` does.
 from __future__ import annotations
 
 from functools import lru_cache
+
 from ...ir import Alternation, Automaton, CharClass, Concat, Literal, RegExpr, Repeat
 from . import _charset as cs
 from ._rx import EPS, Rx, alt, cc, lit, rep, seq
@@ -37,7 +38,7 @@ def _hex_trie(segments: _Segments, width: int) -> Rx:
     Written as a trie: the options at each digit read disjoint digits (digits
     whose rests are alike share one option), so the automaton is deterministic
     as written and its subset construction stays as small as the trie. A union
-    of one spelling per range instead (``\p{L}`` has 648 ranges) made the
+    of one spelling per range instead (``\\p{L}`` has 648 ranges) made the
     subset construction track hundreds of options at every digit.
     """
     if width == 0:
