@@ -365,6 +365,28 @@ def test_hopcroft_agrees_with_moore(source, rounds):
 
 
 @SETTINGS
+@given(st.lists(st.lists(st.integers(0, 3), min_size=3, max_size=3), min_size=1, max_size=30), st.booleans())
+def test_row_classes_number_the_distinct_rows(rows, colliding):
+    """Moore's rounds key each row by one int and check the keys against the rows; with weights that make
+    permuted rows collide (all ones: a row's key is its sum) the check fails and the exact way answers."""
+    from kbnf_gpu.automata import dfa as dfa_module
+
+    sig = np.array(rows, dtype=np.int64)
+    saved = dfa_module._ROW_WEIGHTS
+    if colliding:
+        dfa_module._ROW_WEIGHTS = np.ones_like(saved)
+    try:
+        ids = dfa_module._row_classes(sig)
+    finally:
+        dfa_module._ROW_WEIGHTS = saved
+    distinct = {tuple(r) for r in rows}
+    assert sorted(set(ids.tolist())) == list(range(len(distinct)))
+    for i, a in enumerate(rows):
+        for j, b in enumerate(rows):
+            assert (ids[i] == ids[j]) == (a == b)
+
+
+@SETTINGS
 @given(cheap_regexes(), cheap_regexes(), st.integers(0, 2), st.one_of(st.none(), st.integers(0, 3)))
 def test_combinators_agree_with_regex(r, s, lo, extra):
     a, b = rx(r), rx(s)
