@@ -23,6 +23,7 @@ import itertools
 import json
 import random
 import re
+import unicodedata
 import warnings
 from decimal import Decimal
 from typing import Any, Callable
@@ -1063,6 +1064,26 @@ def test_java_posix_class_with_length_is_exact() -> None:
         text = "".join(rnd.choice("a~ \t\u00e9\"\\") for _ in range(rnd.randint(0, 44)))
         want = re.fullmatch("[\x20-\x7e]*", text) is not None and len(text) <= 40
         assert chk.complete(json.dumps(text)) == want, text
+
+
+def test_wide_class_with_a_short_length_is_exact() -> None:
+    """Omics' ``^[\\p{L}\\p{M}\\p{Z}\\p{S}\\p{N}\\p{P}]+$`` with ``maxLength: 16``: as one lexeme its byte automaton passes
+    the state limit, which the automaton form finds at once (``_fsm.as_expr`` keeps a class past ASCII an
+    automaton); the chunks that serve it are exact, against Python's reading, over raw and escaped spellings."""
+    from kbnf_gpu.frontends.json_schema._fsm import as_expr, intersection_dfa
+    from kbnf_gpu.frontends.json_schema._pattern import pattern_language
+    from kbnf_gpu.ir import Automaton
+
+    pattern = "^[\\p{L}\\p{M}\\p{Z}\\p{S}\\p{N}\\p{P}]+$"
+    assert isinstance(as_expr(intersection_dfa([pattern_language(pattern)])), Automaton)
+    assert not isinstance(as_expr(intersection_dfa([pattern_language("^[a-z]{1,3}$")])), Automaton)
+    chk = Checker({"type": "string", "pattern": pattern, "maxLength": 16})
+    rnd = random.Random(5)
+    for _ in range(60):
+        text = "".join(rnd.choice("aZ9 _\u00e9\u4e2d\U0001f600\t\u0000\u200b") for _ in range(rnd.randint(0, 18)))
+        want = 1 <= len(text) <= 16 and all(unicodedata.category(c)[0] in "LMZSNP" for c in text)
+        for spelled in (json.dumps(text, ensure_ascii=False), json.dumps(text)):
+            assert chk.complete(spelled) == want, (text, spelled)
 
 
 @needs_check
