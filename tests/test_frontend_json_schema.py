@@ -1066,6 +1066,21 @@ def test_java_posix_class_with_length_is_exact() -> None:
         assert chk.complete(json.dumps(text)) == want, text
 
 
+def test_a_pattern_that_asks_nothing_leaves_a_counted_string() -> None:
+    """``(?s).*`` (CloudFormation writes it beside ``maxLength``) matches every string: it is dropped, and the
+    length limit alone is served by the counted string's shared lexemes, not threaded as a pattern."""
+    from kbnf_gpu.frontends.json_schema._fsm import is_universal
+    from kbnf_gpu.frontends.json_schema._pattern import pattern_language
+
+    assert is_universal(pattern_language("(?s).*")) and is_universal(pattern_language("x*"))
+    assert not is_universal(pattern_language("^.*$")) and not is_universal(pattern_language("a"))
+    chk = Checker({"type": "string", "pattern": "(?s).*", "maxLength": 40})
+    for text in ["", "a\nb", "\u00e9" * 40, "x" * 41, "\n" * 41, "\U0001f600" * 40]:
+        assert chk.complete(json.dumps(text)) == (len(text) <= 40), text
+    dot = Checker({"type": "string", "pattern": "^.*$", "maxLength": 40})  # without dotAll: no line breaks
+    assert dot.complete(json.dumps("ab")) and not dot.complete(json.dumps("a\nb"))
+
+
 def test_wide_class_with_a_short_length_is_exact() -> None:
     """Omics' ``^[\\p{L}\\p{M}\\p{Z}\\p{S}\\p{N}\\p{P}]+$`` with ``maxLength: 16``: as one lexeme its byte automaton passes
     the state limit, which the automaton form finds at once (``_fsm.as_expr`` keeps a class past ASCII an

@@ -104,6 +104,14 @@ NOT_EXACT = [
     {"not": {"anyOf": [{"type": "string"}, {"exclusiveMaximum": 2}]}},
     {"not": {"allOf": [{"required": ["a"]}, {"maxProperties": 1}]}},
     {"not": {"minProperties": 0}},
+    # GitHub Actions' composite steps: a property that may be anything asserts nothing; unknown keywords
+    # (CircleCI's markdownDescription) are annotations inside 'not' as outside it; a property that may not be
+    {"type": "object", "oneOf": [{"required": ["a"]}, {"not": {"properties": {"a": True}, "required": ["a"]}}]},
+    {"not": {"markdownDescription": "x", "allOf": [{"required": ["a"]}, {"required": ["b"]}]}},
+    {"not": {"properties": {"a": False}}},
+    {"not": {"properties": {"b": {"description": "only annotations"}}}},
+    {"not": {"properties": {"a": {"not": {"const": 1}}}, "x-unknown": {"type": "string"}}},
+    {"not": {"x-unknown": 1}},
 ]
 
 

@@ -55,10 +55,11 @@ property order described below):
   ignores siblings of ``$ref`` as the spec says;
 * ``allOf`` (a true conjunction, not a merge heuristic), ``anyOf``;
 * ``not`` of one ``type``, ``const``, ``enum``, single-name ``required`` or
-  ``pattern`` (annotations aside), and of what ``_merge.negation`` writes
-  out as the schema of the values that fail: a bound (``minimum``,
-  ``maxLength``, ``minItems``...: the values of its type beyond it),
-  ``properties`` of one name, ``not``, and by De Morgan conjunctions of
+  ``pattern`` (annotations and unknown keywords aside, as outside ``not``),
+  and of what ``_merge.negation`` writes out as the schema of the values
+  that fail: a bound (``minimum``, ``maxLength``, ``minItems``...: the values
+  of its type beyond it), ``properties`` of one name (``true`` there asserts
+  nothing), ``not``, and by De Morgan conjunctions of
   those, ``anyOf`` and ``allOf``; negated numbers cut the range into gaps
   around them, a negated ``integer`` next to ``number`` leaves the numbers
   whose value is no integer (both with every spelling as for bounds; the

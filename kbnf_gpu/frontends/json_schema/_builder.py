@@ -21,7 +21,7 @@ from ...budget import current_budget
 from ...errors import DFATooLarge, GrammarError
 from . import _charset as cs
 from ._document import Document, child, located
-from ._fsm import TooLarge, combine
+from ._fsm import TooLarge, combine, is_universal
 from ._layout import Layout
 from ._long_strings import STRING_CHUNK, chunked_pattern, counted_string, threaded_string
 from ._merge import (DEPENDENCIES, Atom, Merged, Unsatisfiable, choice_product, dependency_branches, expand, first_choice,
@@ -480,9 +480,12 @@ class Builder:
         langs: list[Rx] = []
         for src, at in m.patterns:
             try:
-                langs.append(pattern_language(src))
+                lang = pattern_language(src)
             except PatternError as e:
                 self.doc.problem(f"unsupported pattern {src!r} ({e})", at)
+                continue
+            if not is_universal(lang):  # ``(?s).*`` asks nothing: a length limit beside it is a counted string
+                langs.append(lang)
         for fmt, at in m.formats:
             if fmt in FORMATS:
                 langs.append(format_language(fmt))

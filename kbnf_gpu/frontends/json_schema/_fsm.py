@@ -18,7 +18,7 @@ from ...budget import current_budget
 from ...errors import GrammarError
 from ...ir import Alternation, Automaton, CharClass, Concat, Literal, Repeat
 from . import _charset as cs
-from ._rx import EPS, Rx, alt, seq, size, star
+from ._rx import EPS, Rx, alt, nullable, seq, size, star
 
 MAX_NFA_STATES = 200_000
 MAX_STATES = 20_000
@@ -550,6 +550,18 @@ def combine(base: Rx, keep: list[Rx] = (), drop: list[Rx] = ()) -> Rx:  # type: 
             break
         acc = minimize(intersect(acc, complement(x)))
     return as_expr(acc)
+
+
+def is_universal(x: Rx) -> bool:
+    """Does ``x`` match every string (``(?s).*``, ``^.*$`` with ``dotAll``: a pattern that asks nothing)? Only a
+    language with the empty string can be; the others are answered without building anything."""
+    if x is None or not nullable(x):
+        return False
+    try:
+        d = minimize(compile_many([star(CharClass(cs.ANY)), x])[1])
+    except TooLarge:
+        return False
+    return d is not None and d.n == 1 and d.accept[0] and all(t == 0 for t in d.trans[0])
 
 
 def is_empty(x: Rx) -> bool:

@@ -159,7 +159,7 @@ def _plain_not(arg: Any) -> bool:
     """Whether ``_negate`` takes ``not`` of ``arg`` as it is (else ``not_branches`` writes its negation)."""
     if isinstance(arg, bool):
         return True
-    keys = [k for k in arg if k not in IGNORED] if isinstance(arg, dict) else None
+    keys = _constraining(arg) if isinstance(arg, dict) else None
     if keys == ["required"] and isinstance(arg["required"], list) and len(arg["required"]) > 1:
         return False  # several names: De Morgan, name by name
     return not keys or (len(keys) == 1 and keys[0] in NEGATABLE)
@@ -217,7 +217,7 @@ def negation(sch: Any) -> Optional[Any]:
         return not sch
     if not isinstance(sch, dict):
         return None
-    keys = [k for k in sch if k not in IGNORED]
+    keys = _constraining(sch)
     if not keys:
         return False
     if len(keys) == 1 and keys[0] in NEGATABLE and _plain_not(sch):
@@ -242,16 +242,20 @@ def negation(sch: Any) -> Optional[Any]:
         negated = [negation(part) for part in parts]
         return None if any(n is None for n in negated) else {"anyOf": negated}
     props = sch.get("properties")
-    required = sch.get("required", [])
-    if not isinstance(props, dict) or len(props) != 1 or set(keys) - {"properties", "required"}:
-        return None
+    if keys != ["properties"] or not isinstance(props, dict) or len(props) != 1:
+        return None  # (``properties`` beside ``required`` is split above, name by name)
     (name, value), = props.items()
-    if required not in ([], [name]) or negation(value) is None or isinstance(value, bool):
+    negated = negation(value)
+    if negated is None:
         return None
-    wrong = {"type": "object", "required": [name], "properties": {name: negation(value)}}
-    if not required:
-        return wrong
-    return {"anyOf": [NON_OBJECT, {"not": {"required": [name]}}, wrong]}
+    # the objects whose ``name`` fails ``value`` (none where ``value`` is ``true``: ``{"uses": true}``)
+    return False if negated is False else {"type": "object", "required": [name], "properties": {name: negated}}
+
+
+def _constraining(sch: dict) -> list[str]:
+    """``sch``'s keywords that constrain a value: annotations and unknown keywords (``markdownDescription``)
+    aside, as ``merge`` reads them."""
+    return [k for k in sch if k in ASSERTIONS or k in APPLICATORS]
 
 
 def _conjuncts(sch: dict, keys: list[str]) -> Optional[list[dict]]:
@@ -323,7 +327,10 @@ def _negate(doc: Document, m: Merged, arg: Any, at: str) -> None:
         return
     if arg is False:
         return
-    keys = [k for k in arg if k not in IGNORED] if isinstance(arg, dict) else None
+    keys = _constraining(arg) if isinstance(arg, dict) else None
+    if keys == []:
+        m.types = set()  # annotations only: a schema every value meets, so nothing is left
+        return
     if not keys or len(keys) != 1 or keys[0] not in NEGATABLE:
         doc.problem(f"unsupported keyword 'not' (only one of {', '.join(NEGATABLE)} can be negated)", at)
         return
