@@ -1066,6 +1066,60 @@ def test_java_posix_class_with_length_is_exact() -> None:
         assert chk.complete(json.dumps(text)) == want, text
 
 
+def test_keys_too_long_for_one_lexeme_are_left_out_at_their_object() -> None:
+    """Mergify's ``propertyNames: {"maxLength": 1024}``: a key lexeme of 1,024 code points passes
+    ``max_dfa_states``; the keys are left out with a warning that names the object, not refused later
+    with only a terminal's name; the declared members stay."""
+    schema = {"type": "object", "properties": {"a": {"type": "integer"}}, "propertyNames": {"maxLength": 1024}}
+    with pytest.warns(JsonSchemaWarning, match="member keys at '/' are too long or complex for one lexeme"):
+        chk = Checker(schema, whitespace="compact")
+    assert chk.complete('{"a":1}') and chk.complete("{}") and not chk.complete('{"b":1}')
+
+
+_REGEX_FORMAT = None
+
+
+def _regex_format_checker() -> Checker:
+    global _REGEX_FORMAT
+    if _REGEX_FORMAT is None:
+        _REGEX_FORMAT = Checker({"type": "string", "format": "regex"})
+    return _REGEX_FORMAT
+
+
+REGEXES_BOTH_READ = ["", "a|b|", "^[a-z0-9-]+$", "(?:ab)*?c{2,10}", "\\d{4}-\\d{2}", "[^\\]]", "[-+]?[0-9]*\\.?[0-9]+",
+                     "^(?!x-).+$", "a{3}b{3,}c{0,9}d{12,20}", "[\\w.\\-/]+\\b", "\\u00e9|\\x41|\\t", "[a-zA-Z_][a-zA-Z0-9_]*",
+                     "(a(b(c)))", "é\\$\\^\\(\\)\\[\\]\\{\\}\\|\\/\\-", "[^a^]", "[a^]", "[-]", "^\\s*$"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="ab^$\\.*+?()[]{}|,-0129dxu=!:<>\n", max_size=10))
+def test_regex_format_is_what_python_and_ecma_both_read(text: str) -> None:
+    """``format: regex`` (a grammar: groups nest): every string it allows compiles with Python's ``re`` (what
+    ``jsonschema`` checks it with) and parses as an ECMA-262 pattern (this package's reader); the common
+    syntax is allowed, raw and escaped."""
+    from kbnf_gpu.frontends.json_schema._pattern import PatternError, parse
+
+    allowed = _regex_format_checker().complete(json.dumps(text))
+    assert allowed == _regex_format_checker().complete(json.dumps(text, ensure_ascii=False).replace("a", "\\u0061"))
+    if allowed:
+        re.compile(text)
+        try:
+            parse(text)
+        except PatternError as e:
+            raise AssertionError(f"{text!r} is no ECMA pattern: {e}") from None
+
+
+def test_regex_format_allows_the_common_syntax() -> None:
+    chk = _regex_format_checker()
+    for text in REGEXES_BOTH_READ:
+        re.compile(text)
+        assert chk.complete(json.dumps(text)), text
+    for text in ["(", "a{2,1}", "a{,3}", "[]", "[^]", "[z-a]", "\\1", "(?<=a)b", "(?P<n>a)", "\\p{L}", "\\q", "a**"]:
+        assert not chk.complete(json.dumps(text)), text
+    with pytest.raises(GrammarError, match="unsupported format 'regex'"):
+        parse_json_schema({"type": "string", "format": "regex", "maxLength": 10})  # only alone: a grammar
+
+
 def test_a_pattern_that_asks_nothing_leaves_a_counted_string() -> None:
     """``(?s).*`` (CloudFormation writes it beside ``maxLength``) matches every string: it is dropped, and the
     length limit alone is served by the counted string's shared lexemes, not threaded as a pattern."""

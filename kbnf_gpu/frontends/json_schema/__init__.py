@@ -93,6 +93,12 @@ Approximate, but sound (every accepted text is valid):
 * ``format``: see ``formats`` (e.g. the 253-character hostname limit is not
   enforced); OpenAPI's ``int8``...``int64``/``uint8``...``uint64`` bound
   integers and ``byte`` is base64 (``jsonschema`` checks neither);
+  ``regex`` (alone: no ``pattern`` or length beside it) is a grammar of the
+  syntax ECMA-262 and Python's ``re`` share (``_regex_format``: groups,
+  classes, lookaheads, quantifiers; no backreferences, named groups or
+  lookbehinds);
+* member keys that no lexeme of ``max_dfa_states`` holds
+  (``propertyNames: {"maxLength": 1024}``) are left out with a warning;
 * ``enum``/``const`` values and declared keys are written as ``json.dumps``
   writes them (with ``ensure_ascii`` on or off); other escapings of the same
   text are rejected; numbers in their ``json.dumps`` form;
@@ -136,7 +142,7 @@ Unsupported keywords (other ``not`` and ``if`` forms, ``maxContains`` of a ``con
 ``$dynamicRef``, a non-integer ``multipleOf`` with a prime factor other than
 2 and 5 (``0.3``), a ``$ref`` to a document not in
 the registry, the
-``idn-hostname``/``regex`` formats, unsupported regex syntax) raise
+``idn-hostname`` format, ``regex`` beside other string keywords, unsupported regex syntax) raise
 ``GrammarError`` naming the keyword and its JSON pointer
 (``"unsupported keyword 'not' at '/properties/a/not'"``); with
 ``strict=False`` they are ignored with a ``JsonSchemaWarning``. Unknown

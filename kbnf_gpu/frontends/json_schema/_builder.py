@@ -30,6 +30,7 @@ from ._objects import Member, TooManyStates, object_expr
 from ._oneof import disjoint, exclusive
 from ._pattern import PatternError, pattern_language, search
 from ._prune import prune
+from ._regex_format import regex_string
 from ._rx import Rx, alt, cc, lit, rep, seq
 from ._strings import encode, quoted, word
 from ._validate import Validator, json_key
@@ -80,6 +81,7 @@ class Builder:
         self._terms: dict[ir.RegExpr, ir.Terminal] = {}
         # the rules of counted repetitions: ("times" | "up_to" | "below_power", item, count) -> rule name
         self._count_rules: dict[tuple[str, ir.Expr, int], str] = {}
+        self.regex_rule: Optional[str] = None  # the rules of ``format: regex`` (``_regex_format``), made once
 
     # ------------------------------------------------------------ helpers
 
@@ -475,8 +477,9 @@ class Builder:
 
     # ------------------------------------------------------------ strings
 
-    def _string_constraints(self, m: Merged) -> list[Rx]:
-        """Decoded-string languages of ``pattern``s and ``format``s (problems reported)."""
+    def _string_constraints(self, m: Merged, regex_served: bool = False) -> list[Rx]:
+        """Decoded-string languages of ``pattern``s and ``format``s (problems reported; ``format: regex`` is
+        none, and unsupported unless ``regex_served``: the caller serves it as a grammar)."""
         langs: list[Rx] = []
         for src, at in m.patterns:
             try:
@@ -489,6 +492,8 @@ class Builder:
         for fmt, at in m.formats:
             if fmt in FORMATS:
                 langs.append(format_language(fmt))
+            elif fmt == "regex" and regex_served:
+                continue
             elif fmt in UNSUPPORTED_FORMATS:
                 self.doc.problem(f"unsupported format '{fmt}'", at)
         return langs
@@ -512,7 +517,12 @@ class Builder:
         if hi is not None and hi < lo:
             return None
         where = m.where
-        langs = self._string_constraints(m)
+        # ``format: regex`` is a grammar, not a language: served alone (no other string keyword beside it)
+        regex_alone = (any(fmt == "regex" for fmt, _ in m.formats) and not drops and not m.patterns and lo == 0
+                       and hi is None and all(fmt == "regex" or fmt not in FORMATS for fmt, _ in m.formats))
+        langs = self._string_constraints(m, regex_served=regex_alone)
+        if regex_alone:
+            return regex_string(self)
         if drops and max(lo, hi or 0) > 2 * STRING_CHUNK:
             self.doc.problem("'not' together with a length limit over 32 is unsupported", where)
         elif drops:
@@ -861,7 +871,13 @@ class Builder:
                 continue
             if lang is None:
                 continue
-            out.append(Member(self.layout.key_of(quoted(encode(lang))), value))
+            keys = self.layout.key_of(quoted(encode(lang)))
+            if not self.fits(keys[0]):  # (``propertyNames: {"maxLength": 1024}``: a key lexeme of 1,024 code points)
+                where = m.objects[0].pointer if m.objects else m.where
+                self.doc.warn(f"member keys at '{self.doc.show(where)}' are too long or complex for one lexeme; "
+                              "some keys are not generated")
+                continue
+            out.append(Member(keys, value))
         return out
 
     def _names_language(self, pointer: str) -> Rx:
