@@ -1088,7 +1088,7 @@ def _regex_format_checker() -> Checker:
 
 REGEXES_BOTH_READ = ["", "a|b|", "^[a-z0-9-]+$", "(?:ab)*?c{2,10}", "\\d{4}-\\d{2}", "[^\\]]", "[-+]?[0-9]*\\.?[0-9]+",
                      "^(?!x-).+$", "a{3}b{3,}c{0,9}d{12,20}", "[\\w.\\-/]+\\b", "\\u00e9|\\x41|\\t", "[a-zA-Z_][a-zA-Z0-9_]*",
-                     "(a(b(c)))", "é\\$\\^\\(\\)\\[\\]\\{\\}\\|\\/\\-", "[^a^]", "[a^]", "[-]", "^\\s*$"]
+                     "(a(b(c)))", "é\\$\\^\\(\\)\\[\\]\\{\\}\\|\\/", "[\\-\\b]", "[^a^]", "[a^]", "[-]", "^\\s*$"]
 
 
 @settings(max_examples=300, deadline=None)
@@ -1114,10 +1114,32 @@ def test_regex_format_allows_the_common_syntax() -> None:
     for text in REGEXES_BOTH_READ:
         re.compile(text)
         assert chk.complete(json.dumps(text)), text
-    for text in ["(", "a{2,1}", "a{,3}", "[]", "[^]", "[z-a]", "\\1", "(?<=a)b", "(?P<n>a)", "\\p{L}", "\\q", "a**"]:
+    for text in ["(", "a{2,1}", "a{,3}", "[]", "[^]", "[z-a]", "\\1", "(?<=a)b", "(?P<n>a)", "\\p{L}", "\\q", "a**",
+                 "\\-", "\\01"]:
         assert not chk.complete(json.dumps(text)), text
     with pytest.raises(GrammarError, match="unsupported format 'regex'"):
         parse_json_schema({"type": "string", "format": "regex", "maxLength": 10})  # only alone: a grammar
+
+
+@pytest.mark.parametrize("passed", [True, False], ids=["registry", "no-registry"])
+def test_the_draft_07_metaschema(passed: bool) -> None:
+    """A property that holds a schema (``$ref`` to draft 7's metaschema: ``jsonschema``'s own registry passed,
+    or none, when the metaschemas ``jsonschema`` installs serve): its ``pattern`` values and
+    ``patternProperties`` keys are regexes (``format: regex``, keys too), checked against ``jsonschema`` with
+    its format checker (members in the order the metaschema declares them: with 45 properties, ``any_order``
+    frees the order only within blocks of 8)."""
+    import jsonschema
+    from jsonschema_specifications import REGISTRY
+
+    schema = {"type": "object", "properties": {"s": {"$ref": "http://json-schema.org/draft-07/schema#"}},
+              "required": ["s"], "additionalProperties": False}
+    chk = Checker(schema, whitespace="compact", any_order=True, **({"registry": REGISTRY} if passed else {}))
+    validator = jsonschema.Draft7Validator(schema, registry=REGISTRY, format_checker=jsonschema.FormatChecker())
+    for inner in [{}, True, {"pattern": "^a+$", "type": "string"}, {"patternProperties": {"^x-": {}}},
+                  {"type": 3}, {"pattern": "("}, {"patternProperties": {"(": {}}}, {"items": [{"enum": [1]}]},
+                  {"properties": {"a": {"minLength": -1}}}, {"required": ["a", 1]}, {"$ref": "#/definitions/x"}]:
+        text = json.dumps({"s": inner}, separators=(",", ":"))
+        assert chk.complete(text) == validator.is_valid({"s": inner}), text
 
 
 def test_a_pattern_that_asks_nothing_leaves_a_counted_string() -> None:

@@ -51,7 +51,8 @@ property order described below):
   exponents are not generated;
 * ``$ref`` to ``#``, ``#/$defs/..``, ``#/definitions/..`` (``~0 ~1`` and
   %-escapes), ``#anchor``, ``$id``-relative URIs and other documents of the
-  registry; draft <= 7 (the root's ``$schema``, as ``jsonschema`` decides)
+  registry, and the official metaschemas where ``jsonschema_specifications``
+  (``jsonschema``'s) is installed; draft <= 7 (the root's ``$schema``, as ``jsonschema`` decides)
   ignores siblings of ``$ref`` as the spec says;
 * ``allOf`` (a true conjunction, not a merge heuristic), ``anyOf``;
 * ``not`` of one ``type``, ``const``, ``enum``, single-name ``required`` or

@@ -20,12 +20,12 @@ from ...automata import build_dfa
 from ...budget import current_budget
 from ...errors import DFATooLarge, GrammarError
 from . import _charset as cs
-from ._document import Document, child, located
+from ._document import IGNORED, Document, child, located
 from ._fsm import TooLarge, combine, is_universal
 from ._layout import Layout
 from ._long_strings import STRING_CHUNK, chunked_pattern, counted_string, threaded_string
-from ._merge import (DEPENDENCIES, Atom, Merged, Unsatisfiable, choice_product, dependency_branches, expand, first_choice,
-                     if_branches, merge, negation, not_branches, tighter_hi, tighter_lo)
+from ._merge import (ASSERTIONS, DEPENDENCIES, Atom, Merged, Unsatisfiable, choice_product, dependency_branches, expand,
+                     first_choice, if_branches, merge, negation, not_branches, tighter_hi, tighter_lo)
 from ._objects import Member, TooManyStates, object_expr
 from ._oneof import disjoint, exclusive
 from ._pattern import PatternError, pattern_language, search
@@ -62,6 +62,14 @@ def _rule_base(pointer: str) -> str:
         return "value"
     text = re.sub(r"[^A-Za-z0-9]+", "_", pointer.replace("$defs", "defs")).strip("_")
     return (text[-40:] or "value").lstrip("_") or "value"
+
+
+def _regex_names(names: Any) -> bool:
+    """Is a ``propertyNames`` schema ``format: regex`` and nothing else (annotations and ``type: string``
+    aside)?"""
+    if not isinstance(names, dict) or names.get("format") != "regex" or names.get("type", "string") != "string":
+        return False
+    return all(k in ("format", "type") or k in IGNORED or k not in ASSERTIONS for k in names)
 
 
 class Builder:
@@ -819,8 +827,12 @@ class Builder:
         if len(pats) > MAX_PATTERN_PROPERTIES:
             raise self.doc.fail(f"more than {MAX_PATTERN_PROPERTIES} patternProperties in one object", m.objects[0].pointer)
         names_langs: list[Rx] = []
+        # keys that are regexes (draft 6/7 metaschemas' ``patternProperties``): a grammar, no language, so only
+        # where nothing else constrains them
+        regex_keys = not pats and not declared and any(o.names is not None for o in m.objects) and all(
+            _regex_names(self.doc.resolve(o.names)) for o in m.objects if o.names is not None)
         for o in m.objects:
-            if o.names is not None:
+            if o.names is not None and not regex_keys:
                 names_langs.append(self._names_language(o.names))
         under: list[Rx] = []
         over: list[Rx] = []
@@ -848,6 +860,9 @@ class Builder:
                     atoms.append((o.additional, frozenset()))
             value = self.value_rule(tuple(atoms), self.child_depth(depth))
             if value is None:
+                continue
+            if regex_keys:
+                out.append(Member(self.layout.key_rule(regex_string(self)), value))
                 continue
             if simple:
                 if _trie_size(declared) > current_budget().config.max_dfa_states // 2 or \

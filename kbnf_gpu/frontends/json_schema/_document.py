@@ -263,6 +263,10 @@ class Document:
                 if isinstance(key, str) and key not in self._resources:
                     self._add_source(_contents(self._registry[key], key), key, self._sources[0])
                     self._scan(len(self._sources) - 1)
+        if uri not in self._resources:
+            contents = _metaschema(uri)
+            if contents is not _MISSING:
+                return self._add_source(contents, uri, self._sources[0])
         return self._resources.get(uri)
 
     def synthetic(self, schema: dict, origin: Optional[str] = None) -> str:
@@ -386,6 +390,22 @@ class Document:
 
 def _join(base: str, ref: str) -> str:
     return urljoin(base, ref) if base else ref
+
+
+def _metaschema(uri: str) -> Any:
+    """The official metaschema named ``uri`` (draft 3 to 2020-12, their vocabularies), where the registry has
+    none: from ``jsonschema_specifications``, which ``jsonschema`` installs (local files; ``_MISSING`` without
+    it). A schema that holds schemas refers to them without passing them."""
+    try:
+        from jsonschema_specifications import REGISTRY
+    except ImportError:
+        return _MISSING
+    for key in (uri, uri + "#") if uri else ():
+        try:
+            return _contents(REGISTRY[key], uri)
+        except KeyError:  # referencing's NoSuchResource is one
+            continue
+    return _MISSING
 
 
 def _contents(value: Any, uri: str) -> Any:

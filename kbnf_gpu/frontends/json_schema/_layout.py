@@ -87,6 +87,12 @@ class Layout:
             return ir.Terminal(body, name="key"), _punct(self.options, ":", 0)
         return (ir.Terminal(seq(body, self.colon()), name="key"),)
 
+    def key_rule(self, key: ir.Expr) -> tuple[ir.Expr, ...]:
+        """The key expressions of a key written by rules (``format: regex``), the colon after it."""
+        if self.flexible:
+            return key, _punct(self.options, ":", 0)
+        return key, ir.Terminal(self.colon(), name="colon")
+
     def _nl(self, depth: int) -> str:
         return "\n" + " " * ((self.indent or 0) * depth)
 

@@ -5,27 +5,28 @@ lexeme can hold it; it is a few rules over one-unit lexemes (a character, an
 escape, a quantifier, a class range) inside the string's quotes, one Earley
 step per unit.
 
-JSON Schema means ECMA-262 syntax and Python's ``jsonschema`` checks the
-format with ``re.compile``; as for patterns that the two dialects read
-differently, a string is allowed only where both accept it. The core syntax
-both share, and no more:
+JSON Schema means ECMA-262 syntax (with the ``u`` flag, as for ``pattern``)
+and Python's ``jsonschema`` checks the format with ``re.compile``; as for
+patterns that the two dialects read differently, a string is allowed only
+where both accept it. The core syntax both share, and no more:
 
 * alternatives ``|``, groups ``(...)`` and ``(?:...)``, lookaheads ``(?=...)``
   and ``(?!...)`` (not quantified), the assertions ``^ $ \\b \\B``;
 * ``.``, any character but ``^ $ \\ . * + ? ( ) [ ] { } |`` as itself, the
-  escapes ``\\d \\D \\w \\W \\s \\S \\t \\n \\r \\f \\v \\0``, ``\\xHH``, ``\\uHHHH``
-  and those of the syntax characters, ``/`` and ``-``;
+  escapes ``\\d \\D \\w \\W \\s \\S \\t \\n \\r \\f \\v``, ``\\xHH``, ``\\uHHHH``
+  and those of the syntax characters and ``/``;
 * quantifiers ``* + ?``, ``{n}``, ``{n,}``, ``{n,m}`` (at most 4 digits, no
   leading zero, and ``n <= m`` evident: ``m`` longer, or both one digit, or the
   first digit of ``n`` smaller), each lazy or not;
 * classes ``[...]``/``[^...]`` of characters (not ``\\ ] [ -``, nor ``^``
-  first), the escapes above (``\\b`` too), ranges of two ASCII letters or
-  digits in order, and ``-`` first or last.
+  first), the escapes above (``\\b`` and ``\\-`` too), ranges of two ASCII
+  letters or digits in order, and ``-`` first or last.
 
 Left out, valid in one dialect only or not provably valid by a grammar:
 backreferences, named groups, lookbehinds, inline flags, ``\\p{..}``,
-``\\cX``, other letter escapes, ``{,n}``, possessive quantifiers, ranges with
-an escape at either end, and an empty class.
+``\\cX``, ``\\0`` (ECMA refuses it before a digit), other letter escapes,
+``{,n}``, possessive quantifiers, ranges with an escape at either end, and an
+empty class.
 """
 from __future__ import annotations
 
@@ -47,9 +48,9 @@ MAX_COUNT_DIGITS = 4
 
 
 def _escapes(letters: str) -> Rx:
-    """``\\`` and one of ``letters``, ``\\xHH``, ``\\uHHHH``, or an escaped syntax character, ``/`` or ``-``."""
+    """``\\`` and one of ``letters``, ``\\xHH``, ``\\uHHHH``, or an escaped syntax character or ``/``."""
     hex_digit = cc(_HEX)
-    return seq(lit("\\"), alt(cc(cs.of_chars(letters + SYNTAX + "/-")), seq(lit("x"), rep(hex_digit, 2, 2)),
+    return seq(lit("\\"), alt(cc(cs.of_chars(letters + SYNTAX + "/")), seq(lit("x"), rep(hex_digit, 2, 2)),
                              seq(lit("u"), rep(hex_digit, 4, 4))))
 
 
@@ -83,11 +84,11 @@ def units() -> dict[str, Rx]:
     quantifier = seq(alt(cc(cs.of_chars("*+?")), seq(lit("{"), count, lit("}")), seq(lit("{"), count, lit(",}")),
                          seq(lit("{"), _bounded_pairs(), lit("}"))), rep(lit("?"), 0, 1))
     ranges = alt(*(seq(lit(a), lit("-"), cc(cs.of_chars(_ALNUM[i:]))) for i, a in enumerate(_ALNUM)))
-    class_item = alt(cc(cs.subtract(cs.ANY, cs.of_chars("\\][-^"))), _escapes("dDwWsStnrfv0b"), ranges)
+    class_item = alt(cc(cs.subtract(cs.ANY, cs.of_chars("\\][-^"))), _escapes("dDwWsStnrfvb-"), ranges)
     return {
         "bar": lit("|"), "open": lit("("), "open_group": lit("(?:"), "close": lit(")"),
         "look": alt(lit("(?="), lit("(?!")), "assertion": alt(cc(cs.of_chars("^$")), lit("\\b"), lit("\\B")),
-        "char": cc(cs.subtract(cs.ANY, cs.of_chars(SYNTAX))), "dot": lit("."), "escape": _escapes("dDwWsStnrfv0"),
+        "char": cc(cs.subtract(cs.ANY, cs.of_chars(SYNTAX))), "dot": lit("."), "escape": _escapes("dDwWsStnrfv"),
         "quantifier": quantifier, "class_open": lit("["), "class_close": lit("]"), "caret": lit("^"),
         "hyphen": lit("-"), "class_item": class_item, "quote": lit('"'),
     }
