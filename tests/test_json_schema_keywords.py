@@ -112,6 +112,11 @@ NOT_EXACT = [
     {"not": {"properties": {"b": {"description": "only annotations"}}}},
     {"not": {"properties": {"a": {"not": {"const": 1}}}, "x-unknown": {"type": "string"}}},
     {"not": {"x-unknown": 1}},
+    # an array fails 'contains' when no item matches: its negation is 'items' of the item's negation
+    {"not": {"contains": {"const": 1}}},
+    {"not": {"contains": True}},
+    {"not": {"contains": False}},
+    {"not": {"contains": {"type": "string", "maxLength": 1}}},
 ]
 
 
@@ -241,7 +246,8 @@ def test_contains_unsupported_forms() -> None:
 
 
 IF_VALUES: list[Any] = [None, True, 3, 4, "s", "st", [], {}, {"kind": "x"}, {"kind": "x", "a": 1},
-                        {"kind": "y", "b": 1}, {"kind": "y", "a": 1}, {"a": 1}, {"b": 1}, {"kind": 1, "b": 2}]
+                        {"kind": "y", "b": 1}, {"kind": "y", "a": 1}, {"a": 1}, {"b": 1}, {"kind": 1, "b": 2},
+                        [{"a": 1}], [{"a": 1}, {}], [{}, {}], [{"a": 2}, 1]]
 IFS = [
     {"if": {"type": "string"}, "then": {"minLength": 2}, "else": {"type": "integer"}},
     {"type": "object", "properties": {"kind": {"type": "string"}, "a": {}, "b": {}},
@@ -258,6 +264,9 @@ IFS = [
     # and with 'then', once the negation of the 'if' is written out
     {"if": {"type": "object", "minProperties": 2}, "then": {"required": ["a"]}, "else": {"type": ["string", "null"]}},
     {"if": {"minimum": 4}, "then": {"multipleOf": 2}, "else": {"type": "string", "maxLength": 1}},
+    # Read the Docs' install list: one entry when an entry is the "uv" method
+    {"type": "array", "if": {"contains": {"type": "object", "properties": {"a": {"const": 1}}, "required": ["a"]}},
+     "then": {"maxItems": 1}},
 ]
 
 

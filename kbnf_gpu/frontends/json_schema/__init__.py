@@ -60,7 +60,8 @@ property order described below):
   and of what ``_merge.negation`` writes out as the schema of the values
   that fail: a bound (``minimum``, ``maxLength``, ``minItems``...: the values
   of its type beyond it), ``properties`` of one name (``true`` there asserts
-  nothing), ``not``, and by De Morgan conjunctions of
+  nothing), ``contains`` (the arrays whose items all fail it), ``not``, and
+  by De Morgan conjunctions of
   those, ``anyOf`` and ``allOf``; negated numbers cut the range into gaps
   around them, a negated ``integer`` next to ``number`` leaves the numbers
   whose value is no integer (both with every spelling as for bounds; the

@@ -209,8 +209,9 @@ _SPLITTABLE = frozenset(NEGATABLE) | frozenset(_BOUND_NEGATIONS) | {"properties"
 def negation(sch: Any) -> Optional[Any]:
     """A schema for the values that ``sch`` rejects, where one can be written: one keyword among
     ``NEGATABLE`` (for ``_negate``), a bound (``minimum``, ``maxLength``...: the values of its type
-    beyond it), ``properties`` of one name whose schema has a negation (optionally with
-    that name ``required``), ``not`` (its argument), and by De Morgan any conjunction of those
+    beyond it), ``properties`` of one name whose schema has a negation (``true`` there: none fails it),
+    ``contains`` of a schema with a negation (the arrays whose items all fail it), ``not`` (its
+    argument), and by De Morgan any conjunction of those
     (``anyOf`` of the parts' negations; ``properties`` and ``required`` split name by name) and
     ``anyOf``/``allOf`` of them; annotations aside. None otherwise."""
     if isinstance(sch, bool):
@@ -227,6 +228,10 @@ def negation(sch: Any) -> Optional[Any]:
     if len(keys) == 1 and keys[0] in ("anyOf", "allOf") and isinstance(sch[keys[0]], list) and sch[keys[0]]:
         negated = [negation(branch) for branch in sch[keys[0]]]
         return None if any(n is None for n in negated) else {"allOf" if keys[0] == "anyOf" else "anyOf": negated}
+    if keys == ["contains"] and sch.get("minContains", 1) == 1 and "maxContains" not in sch:
+        # an array fails ``contains`` when none of its items matches (non-arrays always pass)
+        inner = negation(sch["contains"])
+        return None if inner is None else {"type": "array", "items": inner}
     if len(keys) == 1 and keys[0] in _BOUND_NEGATIONS:
         bound = sch[keys[0]]
         if isinstance(bound, bool) or not isinstance(bound, (int, float)) or not math.isfinite(bound):
