@@ -66,8 +66,9 @@ property order described below):
   around them, a negated ``integer`` next to ``number`` leaves the numbers
   whose value is no integer (both with every spelling as for bounds; the
   latter one lexeme per exponent, not with ``multipleOf``); a negated
-  object/array value or strings longer than 32 under a negated value or
-  pattern are refused (``strict``);
+  object/array value is refused (``strict``); a negated value or pattern
+  beside a length limit past 32 is taken into the string's automaton and
+  threaded with the lengths as a pattern is;
 * ``dependentRequired``, ``dependentSchemas``, ``dependencies`` (three
   disjoint branches per name: not an object, an object without the name, an
   object with it and what it brings);

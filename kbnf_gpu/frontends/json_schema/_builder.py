@@ -531,8 +531,18 @@ class Builder:
         langs = self._string_constraints(m, regex_served=regex_alone)
         if regex_alone:
             return regex_string(self)
+        folded = False  # ``drops`` taken into ``langs``: the lengths apply as to any pattern
         if drops and max(lo, hi or 0) > 2 * STRING_CHUNK:
-            self.doc.problem("'not' together with a length limit over 32 is unsupported", where)
+            # the language without its lengths, threaded with them as a pattern is (Buildkite's step keys: a
+            # class, no UUID, no "{{matrix", at most 100)
+            try:
+                rx = combine(rep(ANY_CHAR, 0, None), langs, drops)
+            except TooLarge:
+                self.doc.problem("'not' together with these string constraints is too complex", where)
+            else:
+                if rx is None:
+                    return None
+                langs, folded = [rx], True
         elif drops:
             try:
                 rx = combine(rep(ANY_CHAR, lo, hi), langs, drops)
@@ -542,11 +552,11 @@ class Builder:
                 return None if rx is None else self.string_term(rx)
         if not langs:
             return counted_string(self, lo, hi)
-        if lo == 0 and hi is None and len(langs) == 1 and not m.patterns:
+        if lo == 0 and hi is None and len(langs) == 1 and not m.patterns and not folded:
             return format_terminal(next(f for f, _ in m.formats if f in FORMATS))
         long = (hi is None and lo > 2 * STRING_CHUNK) or (hi is not None and hi > 2 * STRING_CHUNK)
         if not long or (hi is None and lo == 0):
-            chunked = chunked_pattern(self, langs, lo, hi) if m.patterns else None
+            chunked = chunked_pattern(self, langs, lo, hi) if m.patterns or folded else None
             if chunked is not None:
                 return chunked
             try:
