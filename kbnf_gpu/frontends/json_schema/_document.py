@@ -71,6 +71,8 @@ def escape_token(token: str) -> str:
 
 
 def child(pointer: str, *tokens: Any) -> str:
+    if len(tokens) == 1:  # the common case, without a generator (called for every keyword of every subschema)
+        return pointer + "/" + escape_token(str(tokens[0]))
     return pointer + "".join("/" + escape_token(str(t)) for t in tokens)
 
 

@@ -33,7 +33,8 @@ from __future__ import annotations
 
 import re
 import string
-from typing import Optional
+from functools import lru_cache
+from typing import Callable, Optional
 
 from . import _charset as cs
 from ...ir import Automaton, Concat, Repeat
@@ -582,6 +583,13 @@ def search(source: str, text: str) -> bool:
     python ``jsonschema`` does); for ECMA-only syntax (which Python refuses or
     reads otherwise: ``[^]``, ``\\cX``, ``\\u{…}``, surrogate pairs, ``(?<name>…)``)
     this module's own (under-approximated) reading."""
+    return _searcher(source)(text)
+
+
+@lru_cache(maxsize=1024)
+def _searcher(source: str) -> Callable[[str], bool]:
+    """``search`` for one pattern, read once (an enum of a hundred values checked against one pattern in
+    hundreds of schema branches: Azure Pipelines parsed patterns 67,000 times)."""
     parser = _Parser(source)
     try:
         tree = parser.parse()
@@ -589,11 +597,16 @@ def search(source: str, text: str) -> bool:
         tree = None
     if tree is None or not parser.ecma_only:
         try:
-            return re.search(source, text) is not None
+            compiled = re.compile(source)
         except re.error:
             if tree is None:
                 raise PatternError("a pattern neither Python nor this module reads", 0) from None
+        else:
+            return lambda text: compiled.search(text) is not None
     from ._pyre import to_python
 
     lang = _language(tree, False)
-    return lang is not None and re.fullmatch(to_python(lang), text, re.S) is not None
+    if lang is None:
+        return lambda text: False
+    whole = re.compile(to_python(lang), re.S)
+    return lambda text: whole.fullmatch(text) is not None
