@@ -1121,6 +1121,48 @@ def test_regex_format_allows_the_common_syntax() -> None:
         parse_json_schema({"type": "string", "format": "regex", "maxLength": 10})  # only alone: a grammar
 
 
+_TREE = {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": "https://example.com/tree",
+         "$dynamicAnchor": "node", "type": "object",
+         "properties": {"data": True, "children": {"type": "array", "items": {"$dynamicRef": "#node"}}}}
+_STRICT_TREE = {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": "https://example.com/strict-tree",
+                "$dynamicAnchor": "node", "$ref": "tree", "unevaluatedProperties": False}
+DYNAMIC_REFS = [
+    (_TREE, {}),
+    (_STRICT_TREE, {"https://example.com/tree": _TREE}),  # the spec's extensible tree: children strict too
+    ({"$defs": {"n": {"$dynamicAnchor": "x", "type": "array", "items": {"$dynamicRef": "#x"}}}, "$ref": "#/$defs/n"}, {}),
+    ({"type": "object", "properties": {"a": {"$dynamicRef": "#/$defs/i"}}, "$defs": {"i": {"type": "integer"}}}, {}),
+    # enum values checked through the reference (the validator follows it as the grammar does)
+    ({"$dynamicAnchor": "n", "type": ["object", "integer"], "maximum": 3, "properties": {"k": {"$dynamicRef": "#n"}},
+      "enum": [{"k": 5}, {"k": 1}, {"k": {"k": 9}}, 1, 7]}, {}),
+]
+
+
+@pytest.mark.parametrize("schema,documents", DYNAMIC_REFS, ids=[f"dyn{i}" for i in range(len(DYNAMIC_REFS))])
+def test_dynamic_refs_that_the_root_decides(schema: Any, documents: dict) -> None:
+    """``$dynamicRef`` where its target does not depend on the evaluation path: the root resource declares
+    the anchor (the outermost of every dynamic scope), or the reference is no dynamic anchor (a ``$ref``);
+    against ``jsonschema``."""
+    import jsonschema
+    from referencing import Registry, Resource
+
+    chk = Checker(schema, whitespace="compact", any_order=True, registry=documents)
+    registry = Registry().with_resources([(k, Resource.from_contents(v)) for k, v in documents.items()])
+    validator = jsonschema.Draft202012Validator(schema, registry=registry)
+    for text in ['{}', '{"data":1}', '{"children":[]}', '{"children":[{"data":1}]}', '{"children":[{"daat":1}]}',
+                 '{"children":[{"children":[{"x":1}]}]}', '[]', '[[]]', '[[1]]', '{"a":1}', '{"a":"s"}', '{"k":5}',
+                 '{"k":1}', '{"k":{"k":9}}', '1', '7']:
+        assert chk.complete(text) == validator.is_valid(json.loads(text)), text
+
+
+def test_dynamic_ref_the_path_decides_is_refused_at_its_location() -> None:
+    """The 2020-12 metaschema's vocabularies, or a tree reached by ``$ref`` from a root that does not declare
+    the anchor: the outermost declaring resource depends on the path, so it is refused where it is written."""
+    with pytest.raises(GrammarError, match="'\\$dynamicRef' '#node' lands where the evaluation path decides"):
+        parse_json_schema({"$ref": "https://example.com/tree"}, registry={"https://example.com/tree": _TREE})
+    with pytest.raises(GrammarError, match="lands where the evaluation path decides"):
+        parse_json_schema({"properties": {"s": {"$ref": "https://json-schema.org/draft/2020-12/schema"}}})
+
+
 @pytest.mark.parametrize("passed", [True, False], ids=["registry", "no-registry"])
 def test_the_draft_07_metaschema(passed: bool) -> None:
     """A property that holds a schema (``$ref`` to draft 7's metaschema: ``jsonschema``'s own registry passed,

@@ -142,7 +142,9 @@ type are ``GrammarError``s with the JSON pointer (``error.pointer``).
 
 Unsupported keywords (other ``not`` and ``if`` forms, ``maxContains`` of a ``contains`` that cannot be negated, ``unevaluatedItems``,
 ``unevaluatedProperties`` other than ``false``,
-``$dynamicRef``, a non-integer ``multipleOf`` with a prime factor other than
+a ``$dynamicRef`` whose target the evaluation path decides (one is served where
+the root resource declares its ``$dynamicAnchor``, or it lands on no dynamic
+anchor), ``$recursiveRef``, a non-integer ``multipleOf`` with a prime factor other than
 2 and 5 (``0.3``), a ``$ref`` to a document not in
 the registry, the
 ``idn-hostname`` format, ``regex`` beside other string keywords, unsupported regex syntax) raise

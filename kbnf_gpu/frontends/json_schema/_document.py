@@ -52,7 +52,7 @@ IGNORED = frozenset(
 UNSUPPORTED = frozenset(
     {
         "not", "if", "dependentSchemas", "dependentRequired", "dependencies", "contains",
-        "unevaluatedProperties", "unevaluatedItems", "$dynamicRef", "$recursiveRef",
+        "unevaluatedProperties", "unevaluatedItems", "$recursiveRef",
     }
 )
 TYPES = ("null", "boolean", "object", "array", "number", "integer", "string")
@@ -353,6 +353,27 @@ class Document:
         target = self._ref_target(ref, at)
         self._targets[key] = target
         return target
+
+    def dynamic_target(self, ref: Any, at: str) -> Optional[str]:
+        """The location a ``$dynamicRef`` refers to, where it does not depend on the evaluation path: a
+        reference that does not land on a ``$dynamicAnchor`` reads as ``$ref``; one that does lands on the
+        outermost resource of the dynamic scope declaring that anchor, which is the root resource when it
+        declares it (an extensible recursive schema). Elsewhere (the 2020-12 metaschema's vocabularies, reached
+        through the metaschema or not) it is unsupported."""
+        target = self.ref_target(ref, at)
+        if target is None or not isinstance(ref, str):
+            return target
+        name = unquote(ref.partition("#")[2])
+        landed = self.resolve(target)
+        if not name or name.startswith("/") or not isinstance(landed, dict) or landed.get("$dynamicAnchor") != name:
+            return target
+        outermost = self._anchors.get((self.base_uri(""), name))  # the root resource's, if it declares one
+        if outermost is not None and self.resolve(outermost).get("$dynamicAnchor") == name:
+            return outermost
+        self.problem(f"'$dynamicRef' '{ref}' lands where the evaluation path decides (supported: the root "
+                     f"resource declaring '$dynamicAnchor: {name}', or a reference that is no dynamic anchor)",
+                     child(at, "$dynamicRef"))
+        return None
 
     def _ref_target(self, ref: Any, at: str) -> Optional[str]:
         if not isinstance(ref, str):

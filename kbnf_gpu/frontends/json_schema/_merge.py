@@ -24,7 +24,7 @@ _TYPE_MAP = {
     "null": {"null"}, "boolean": {"boolean"}, "object": {"object"}, "array": {"array"},
     "string": {"string"}, "integer": {"int"}, "number": {"int", "frac"},
 }
-APPLICATORS = ("$ref", "allOf", "anyOf", "oneOf")
+APPLICATORS = ("$ref", "$dynamicRef", "allOf", "anyOf", "oneOf")
 # Keywords ``merge`` reads; with UNSUPPORTED and the choices, what makes an atom constrain anything.
 ASSERTIONS = frozenset(
     {"type", "enum", "const", "minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum", "multipleOf",
@@ -115,6 +115,12 @@ def expand(doc: Document, atoms: Any) -> tuple[Atom, ...]:
                 work.append((target, frozenset()))
             if not doc.old_draft(ptr):  # draft 7 and older: siblings of $ref are ignored
                 work.append((ptr, skip | {"$ref"}))
+            continue
+        if "$dynamicRef" in sch and "$dynamicRef" not in skip:
+            target = doc.dynamic_target(sch["$dynamicRef"], ptr)
+            if target is not None:
+                work.append((target, frozenset()))
+            work.append((ptr, skip | {"$dynamicRef"}))
             continue
         if "allOf" in sch and "allOf" not in skip:
             branches = sch["allOf"]

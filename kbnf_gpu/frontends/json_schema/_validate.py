@@ -101,8 +101,8 @@ class Validator:
 
     def _keyword(self, kw: str, arg: Any, sch: dict, v: Any, ptr: str, skip: frozenset[str], d: int) -> bool:
         here = child(ptr, kw)
-        if kw == "$ref":
-            target = self.doc.ref_target(arg, ptr)
+        if kw in ("$ref", "$dynamicRef"):
+            target = self.doc.ref_target(arg, ptr) if kw == "$ref" else self.doc.dynamic_target(arg, ptr)
             return target is None or self.valid(v, target, frozenset(), d)
         if kw == "type":
             types = arg if isinstance(arg, list) else [arg]
