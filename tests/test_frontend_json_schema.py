@@ -1119,6 +1119,9 @@ def test_regex_format_allows_the_common_syntax() -> None:
         assert not chk.complete(json.dumps(text)), text
     with pytest.raises(GrammarError, match="unsupported format 'regex'"):
         parse_json_schema({"type": "string", "format": "regex", "maxLength": 10})  # only alone: a grammar
+    with pytest.raises(GrammarError, match="unsupported format 'regex'"):  # a key beside a $ref: not alone either
+        parse_json_schema({"type": "object", "propertyNames": {"format": "regex", "$ref": "#/$defs/short"},
+                           "$defs": {"short": {"maxLength": 2}}})
 
 
 _TREE = {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": "https://example.com/tree",

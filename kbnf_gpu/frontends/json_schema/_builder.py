@@ -20,12 +20,12 @@ from ...automata import build_dfa
 from ...budget import current_budget
 from ...errors import DFATooLarge, GrammarError
 from . import _charset as cs
-from ._document import IGNORED, Document, child, located
+from ._document import Document, child, located
 from ._fsm import TooLarge, combine, is_universal
 from ._layout import Layout
 from ._long_strings import STRING_CHUNK, chunked_pattern, counted_string, threaded_string
-from ._merge import (ASSERTIONS, DEPENDENCIES, Atom, Merged, Unsatisfiable, choice_product, dependency_branches, expand,
-                     first_choice, if_branches, merge, negation, not_branches, tighter_hi, tighter_lo)
+from ._merge import (DEPENDENCIES, Atom, Merged, Unsatisfiable, choice_product, constraining, dependency_branches,
+                     expand, first_choice, if_branches, merge, negation, not_branches, tighter_hi, tighter_lo)
 from ._objects import Member, TooManyStates, object_expr
 from ._oneof import disjoint, exclusive
 from ._pattern import PatternError, pattern_language, search
@@ -69,7 +69,7 @@ def _regex_names(names: Any) -> bool:
     aside)?"""
     if not isinstance(names, dict) or names.get("format") != "regex" or names.get("type", "string") != "string":
         return False
-    return all(k in ("format", "type") or k in IGNORED or k not in ASSERTIONS for k in names)
+    return set(constraining(names)) <= {"format", "type"}
 
 
 class Builder:

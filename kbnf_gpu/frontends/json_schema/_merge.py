@@ -165,7 +165,7 @@ def _plain_not(arg: Any) -> bool:
     """Whether ``_negate`` takes ``not`` of ``arg`` as it is (else ``not_branches`` writes its negation)."""
     if isinstance(arg, bool):
         return True
-    keys = _constraining(arg) if isinstance(arg, dict) else None
+    keys = constraining(arg) if isinstance(arg, dict) else None
     if keys == ["required"] and isinstance(arg["required"], list) and len(arg["required"]) > 1:
         return False  # several names: De Morgan, name by name
     return not keys or (len(keys) == 1 and keys[0] in NEGATABLE)
@@ -224,7 +224,7 @@ def negation(sch: Any) -> Optional[Any]:
         return not sch
     if not isinstance(sch, dict):
         return None
-    keys = _constraining(sch)
+    keys = constraining(sch)
     if not keys:
         return False
     if len(keys) == 1 and keys[0] in NEGATABLE and _plain_not(sch):
@@ -263,7 +263,7 @@ def negation(sch: Any) -> Optional[Any]:
     return False if negated is False else {"type": "object", "required": [name], "properties": {name: negated}}
 
 
-def _constraining(sch: dict) -> list[str]:
+def constraining(sch: dict) -> list[str]:
     """``sch``'s keywords that constrain a value: annotations and unknown keywords (``markdownDescription``)
     aside, as ``merge`` reads them."""
     return [k for k in sch if k in ASSERTIONS or k in APPLICATORS]
@@ -333,12 +333,12 @@ def choice_product(doc: Document, atoms: tuple[Atom, ...]) -> int:
 
 def _negate(doc: Document, m: Merged, arg: Any, at: str) -> None:
     """``not`` of a schema with one keyword among ``NEGATABLE`` (annotations aside), else unsupported."""
-    if arg is True or arg == {}:
+    if arg is True:
         m.types = set()  # not true: nothing
         return
     if arg is False:
         return
-    keys = _constraining(arg) if isinstance(arg, dict) else None
+    keys = constraining(arg) if isinstance(arg, dict) else None
     if keys == []:
         m.types = set()  # annotations only: a schema every value meets, so nothing is left
         return
