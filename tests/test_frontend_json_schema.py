@@ -1276,6 +1276,77 @@ def test_threaded_strings_exact(schema: dict) -> None:
 
 @needs_check
 @pytest.mark.parametrize(
+    "schema, word, pieces, tails",
+    [
+        ({"pattern": "^x[ab]*-[0-9]{3}$", "minLength": 9, "maxLength": 70}, "x", "ab", ["-123"]),
+        ({"pattern": "^(ab|c)+:(d|ef){1,3}$", "minLength": 20, "maxLength": 53}, "", ["ab", "c"],
+         [":d", ":efd", ":efefef", ":dd"]),
+        ({"pattern": "^[ab]*(-[0-9]{2,5})?$", "maxLength": 35}, "", "ab", ["", "-12", "-1234", "-12345"]),
+        ({"pattern": "[ab]+-[0-9]{2}", "minLength": 3, "maxLength": 40}, "", "abc", ["-12"]),  # a search: no finite rest
+    ],
+)
+def test_threaded_rest_past_the_last_loop_is_one_tail(schema: dict, word: str, pieces, tails: list[str],
+                                                      monkeypatch) -> None:
+    """With ``maxLength``, a state whose rest is finite and cannot reach the bound is one tail lexeme and, the
+    lower bound met, one rule for every count (``FREE``); near the bounds the counts stay. Threaded here (one
+    lexeme's room lowered), the language stays the pattern's with the lengths, at the bounds and around them."""
+    monkeypatch.setattr(_long_strings, "_one_lexeme_states", lambda: 40)
+    schema = {"type": "string", **schema}
+    chk = Checker(schema)
+    names = [r.name for r in chk.grammar.rules if r.name.startswith("string_")]
+    assert len(names) > 3  # threaded
+    assert any(name.endswith("_free") for name in names) == ("^" in schema["pattern"])
+    v = validator(schema)
+    rnd = random.Random(11)
+    verdicts = set()
+    for _ in range(400):
+        n, tail = rnd.randrange(0, schema["maxLength"] + 4), rnd.choice(tails)
+        body = "".join(rnd.choice(pieces) for _ in range(max(0, n - len(word + tail))))
+        s = word + body + tail
+        if rnd.random() < 0.2:  # a slip anywhere
+            i = rnd.randrange(len(s) + 1)
+            s = s[:i] + rnd.choice(["-", "1", "d", ":", "\u00e9"]) + s[i + 1:]
+        valid = v.is_valid(s)
+        verdicts.add(valid)
+        assert chk.complete(json.dumps(s)) == valid, (len(s), s)
+    assert verdicts == {True, False}
+
+
+@needs_check
+def test_threaded_rest_of_a_class_loop_is_a_counted_repetition(monkeypatch) -> None:
+    """With ``maxLength``, a state that only loops on its class (``.+`` at a pattern's end) is a repetition
+    of one chunk lexeme counted in the digits of the count, not one rule per count: ``^.+$`` with
+    ``maxLength: 204800`` (a CloudFormation schema's) was refused, and is exact at its bounds."""
+    def rules(schema: dict) -> int:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # nothing is ignored
+            return len(parse_json_schema(schema).rules)
+
+    assert rules({"type": "string", "pattern": "^.+$", "maxLength": 204_800}) < 120
+    schema = {"type": "string", "pattern": "^.+$", "maxLength": 20_010}
+    chk, v = Checker(schema), validator(schema)
+    for s in ("", "a", "a" * 20_010, "a" * 20_011, "é" * 20_009 + "\n", "\n" + "a" * 40):
+        assert chk.complete(json.dumps(s)) == (v.is_valid(s) and not s.endswith("\n")), len(s)
+    monkeypatch.setattr(_long_strings, "_one_lexeme_states", lambda: 40)
+    schema = {"type": "string", "pattern": "^ab?:[a-c]+$", "minLength": 37, "maxLength": 300}
+    chk, v = Checker(schema), validator(schema)
+    rnd = random.Random(12)
+    verdicts = set()
+    for _ in range(200):
+        s = rnd.choice(["a:", "ab:", "b:"]) + "".join(rnd.choice("abc") for _ in range(rnd.randrange(300)))
+        if rnd.random() < 0.1:
+            s += rnd.choice(["d", ":", "\u00e9"])
+        valid = v.is_valid(s)
+        verdicts.add(valid)
+        assert chk.complete(json.dumps(s)) == valid, (len(s), s)
+    assert verdicts == {True, False}
+    for n in (33, 34, 35, 295, 296, 297, 298):  # around the bounds, "ab:" then n of the class
+        s = "ab:" + "c" * n
+        assert chk.complete(json.dumps(s)) == v.is_valid(s), n
+
+
+@needs_check
+@pytest.mark.parametrize(
     "pattern, pieces",
     [
         ("^(ab|c){2,40}$", ["ab", "c", "a"]),
@@ -1422,16 +1493,22 @@ def test_boundary_states_are_those_at_multiples_of_the_chunk(pattern: str, C: in
 @settings(max_examples=60, deadline=None)
 @given(small_patterns())
 def test_length_range_of_an_automaton(pattern: str) -> None:
-    """``_length_range``: the fewest and the most code points of an accepted string (``None``: unbounded), as
-    the accepting states met walking every length from the start find them."""
+    """``_length_range`` and ``_residual_lengths``: from each state, the fewest and the most code points of an
+    accepted string (``None``: unbounded) and the states reached, as walking every length finds them."""
     d = intersection_dfa([pattern_language(pattern)])
     assume(d is not None)
-    level, accepted = {0}, []
-    for n in range(d.n + 2):
-        if any(d.accept[q] for q in level):
-            accepted.append(n)
-        level = {t for q in level for t in d.trans[q] if t >= 0}
-    assert _long_strings._length_range(d) == (accepted[0], None if level else accepted[-1])
+    shortest, longest, reach = _long_strings._residual_lengths(d)
+    for start in range(d.n):
+        level, accepted, seen = {start}, [], {start}
+        for n in range(d.n + 2):
+            if any(d.accept[q] for q in level):
+                accepted.append(n)
+            level = {t for q in level for t in d.trans[q] if t >= 0}
+            seen |= level
+        assert (shortest[start], longest[start]) == (accepted[0], None if level else accepted[-1])
+        if not level:
+            assert reach[start] == sum(1 << q for q in seen)
+    assert _long_strings._length_range(d) == (shortest[0], longest[0])
 
 
 @needs_check

@@ -8,7 +8,11 @@
   rule per (automaton state, chunks so far); a chunk lexeme leads the
   constraint automaton from one state to another in exactly ``C`` code points
   (``C`` = 16, 8, 4, 2 or 1, the largest whose chunk automata stay under
-  ``MAX_CHUNK_STATES``).
+  ``MAX_CHUNK_STATES``). Only where the count can still bind: a state whose
+  rest is finite and cannot reach ``maxLength`` is one tail lexeme (one rule
+  for every count once ``minLength`` is met), and a final class loop is a
+  ``Builder.counted`` repetition of one chunk (``counted_pieces``, which
+  ``counted_string`` uses too).
 * ``chunked_pattern``: a pattern that counts far by itself
   (``^(ab|cd|ef|gh){1,300}$``) threaded the same way, with a rest of fewer
   than ``C`` code points, when as one lexeme its byte automaton (every code
@@ -25,7 +29,7 @@
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Callable, Optional
 
 from ... import ir
 from ...budget import current_budget
@@ -39,7 +43,6 @@ if TYPE_CHECKING:
     from ._builder import Builder
 
 STRING_CHUNK = 16  # code points per lexeme when a long string is split
-MAX_THREAD_CHUNKS = 10_000  # chunk counts a threaded string tracks (one rule per state and count)
 MAX_THREAD_RULES = 5_000  # rules of one threaded string
 MAX_THREAD_TERMINALS = 400  # distinct chunk and tail lexemes of one threaded string
 # automaton states at chunk boundaries (each gets its chunk languages, at the code-point level: a counter's run of
@@ -133,8 +136,6 @@ def _thread_chunks(b: "Builder", d: DFA, lo: int, hi: Optional[int], sizes: tupl
                    bounded_rest: bool = False) -> Optional[ir.Expr]:
     """``_thread`` with the first chunk size of ``sizes`` whose lexemes stay small (``None``: none does)."""
     for C in sizes:
-        if hi is not None and (hi - lo) // C > MAX_THREAD_CHUNKS:
-            break
         try:
             return _thread(b, d, lo, hi, C, bounded_rest)
         except TooLarge:
@@ -158,26 +159,62 @@ def _count_span(x: Rx) -> int:
     return 1
 
 
+FREE = -1  # the chunk count of a rule whose rest neither bound still reaches: one tail, whatever the count
+
+
 def _thread(b: "Builder", d: DFA, lo: int, hi: Optional[int], C: int, bounded_rest: bool = False) -> ir.Expr:
     """Rules ``(automaton state p, chunks so far j)``. Once the lower bound is met (``j >= J``, no upper bound)
     the rest from ``p`` is one tail lexeme, or with ``bounded_rest`` a tail of fewer than ``C`` code points
-    or a chunk and the rest again (lexemes that stay small however far the automaton counts)."""
-    # fail before any work when the states at chunk boundaries would pass the bound: each one a chunk may still
-    # follow gets its chunk lexemes, and with no lower bound each one gets its tail too
-    boundary = set() if hi is not None and hi < C else _boundary_states(d, C, None if hi is None else hi // C - 1)
-    needed = len(boundary)
-    if lo == 0:
-        needed += len(_boundary_states(d, C, None if hi is None else hi // C))
-    if needed > MAX_THREAD_BOUNDARIES:
-        raise TooLarge("string automaton too large")
-    if hi is not None:  # one rule per (state, chunks so far): the states at each boundary, counted
-        rules, level = 0, {0}
-        for _ in range(hi // C + 1):
-            rules += len(level)
-            if rules > MAX_THREAD_RULES or not level:
-                break
-            level = _after(d, level, C)
-        if rules > MAX_THREAD_RULES:
+    or a chunk and the rest again (lexemes that stay small however far the automaton counts). With an upper
+    bound, a state whose rest is finite and cannot reach it is one tail too, and once the lower bound is met
+    too its rule is one for every count (``FREE``): an ARN's suffix after its last loop is counted only near
+    ``maxLength``, not at each of its ``maxLength / C`` counts."""
+    shortest, longest, reach = _residual_lengths(d)
+    small = _one_lexeme_states()
+    # an accepting state that only loops to itself: the rest from it is a counted string of its class
+    sink = [bool(d.accept[q]) and q in d.trans[q] and all(t in (-1, q) for t in d.trans[q]) for q in range(d.n)]
+    J = -(-lo // C) if hi is None else None
+
+    def free(p: int, j: int) -> bool:  # the upper bound cannot bind on the (small, finite) rest from ``p``
+        return (hi is not None and longest[p] is not None and j * C + longest[p] <= hi
+                and reach[p].bit_count() <= small)
+
+    def key(p: int, j: int) -> tuple[int, int]:
+        if hi is None:
+            return p, min(j, J)
+        return (p, FREE) if free(p, j) and lo - j * C <= shortest[p] else (p, j)
+
+    # plan the rules first (states and counts only), failing before any lexeme work when they would pass the
+    # bounds: each state a chunk may still leave gets its chunk lexemes, and with no lower bound its tail too
+    after: dict[int, list[int]] = {}
+    plan: dict[tuple[int, int], list[tuple[int, int]]] = {}  # rule -> the rules its chunks lead to
+    tail_lengths: dict[tuple[int, int], tuple[int, Optional[int]]] = {}  # rule -> its tail's fewest, most
+    chunked: set[int] = set()
+    tails: set[int] = set()
+    work = [key(0, 0)]
+    queued = set(work)
+    while work:
+        p, j = rule = work.pop()
+        if j == FREE or free(p, j):  # the rest is finite: its longest string is the upper bound that holds
+            step, tail_lengths[rule] = None, ((0 if j == FREE else max(0, lo - j * C)), longest[p])
+        elif hi is not None and sink[p]:  # its chunks counted by a repetition, not one rule per count
+            step, tail_lengths[rule] = None, (max(0, lo - j * C), hi - j * C)
+        elif J is not None and j >= J:
+            step, tail_lengths[rule] = (J if bounded_rest else None), (0, C - 1 if bounded_rest else None)
+        else:
+            step = j + 1 if hi is None or (j + 1) * C <= hi else None
+            tail_lengths[rule] = max(0, lo - j * C), C - 1 if hi is None else min(C - 1, hi - j * C)
+        if step is not None and p not in after:
+            after[p] = sorted(_after(d, {p}, C))
+        plan[rule] = [] if step is None else [key(q, step) for q in after[p]]
+        if plan[rule]:
+            chunked.add(p)
+        tails.add(p)
+        for nxt in plan[rule]:
+            if nxt not in queued:
+                queued.add(nxt)
+                work.append(nxt)
+        if len(queued) > MAX_THREAD_RULES or len(chunked) + (len(tails) if lo == 0 else 0) > MAX_THREAD_BOUNDARIES:
             raise TooLarge("string automaton too large")
     chunk_terms: dict[int, list[tuple[int, ir.Terminal]]] = {}
     end_terms: dict[tuple[int, int, Optional[int]], Optional[ir.Terminal]] = {}
@@ -211,24 +248,30 @@ def _thread(b: "Builder", d: DFA, lo: int, hi: Optional[int], C: int, bounded_re
         return language_term((node,), languages.dfa(node), kind)  # a node is the key of its language
 
     accepting = {q for q in range(d.n) if d.accept[q]}
-    # the chunk languages from every state at a chunk boundary (the states ``chunks`` is asked for), as nodes:
-    # fail before writing any chunk when their automata together would pass the bound (a node is cheap; a
-    # chunk's expression and encoding are not)
+    # the chunk languages from every state a chunk leaves, and the bounded tails, as nodes: fail before writing
+    # any lexeme when their automata together would pass the bound (a node is cheap; a lexeme's expression and
+    # encoding are not)
     chunk_nodes: dict[int, list[tuple[int, int]]] = {}  # p -> (q, node) of each nonempty chunk language
-    counted = set()
+    counted = {PathLanguages.EMPTY}
     chunk_states = 0
-    for p in boundary:
-        found = chunk_nodes[p] = []
-        for q in sorted(_after(d, {p}, C)):
-            node = languages.root(p, C, C, {q})
-            if node == PathLanguages.EMPTY:
-                continue
-            found.append((q, node))
-            if node not in counted:
-                counted.add(node)
-                chunk_states += languages.dfa(node).n
-                if chunk_states > MAX_THREAD_STATES:
-                    raise TooLarge("string chunk automata too large")
+
+    def count(node: int) -> None:
+        nonlocal chunk_states
+        if node not in counted:
+            counted.add(node)
+            chunk_states += languages.dfa(node).n
+            if chunk_states > MAX_THREAD_STATES:
+                raise TooLarge("string chunk automata too large")
+
+    for p in sorted(chunked):
+        chunk_nodes[p] = [(q, node) for q in after[p] if (node := languages.root(p, C, C, {q})) != PathLanguages.EMPTY]
+        for _, node in chunk_nodes[p]:
+            count(node)
+    for (p, j), (first_len, last_len) in tail_lengths.items():
+        if sink[p] and hi is not None and not (j == FREE or free(p, j)):
+            count(languages.root(p, C, C, {p}))
+        elif last_len is not None and first_len <= last_len:
+            count(languages.root(p, first_len, last_len, accepting))
 
     def chunks(p: int) -> list[tuple[int, ir.Terminal]]:
         if p not in chunk_terms:
@@ -246,75 +289,73 @@ def _thread(b: "Builder", d: DFA, lo: int, hi: Optional[int], C: int, bounded_re
             end_terms[(p, lo_, hi_)] = found
         return end_terms[(p, lo_, hi_)]
 
-    # one rule per (state, chunks so far); a body is (terminal, the rule after it or None) per alternative, and
-    # names are taken from the builder only once the whole thread is made (a TooLarge leaves it untouched)
-    work: list[tuple[int, int]] = []
-    bodies: dict[tuple[int, int], list[tuple[ir.Terminal, Optional[tuple[int, int]]]]] = {}
-    seen: set[tuple[int, int]] = set()
-    J = -(-lo // C) if hi is None else None
-
-    def ref(p: int, j: int) -> tuple[int, int]:
-        if (p, j) not in seen:
-            if len(seen) >= MAX_THREAD_RULES:
-                raise TooLarge("string automaton too large")
-            seen.add((p, j))
-            work.append((p, j))
-        return p, j
-
-    ref(0, 0)
-    while work:
-        p, j = work.pop()
-        alts: list[tuple[ir.Terminal, Optional[tuple[int, int]]]] = []
-        if J is not None and j >= J:
-            t = end(p, 0, C - 1 if bounded_rest else None)
+    # a body is a tuple of pieces per alternative (an expression, or the key of the rule it goes on with); every
+    # lexeme is made before the builder gets a rule or a name, so a TooLarge leaves it untouched
+    bodies: dict[tuple[int, int], list[tuple]] = {}
+    counted_rests: list[tuple[tuple[int, int], ir.Terminal]] = []
+    for rule, nexts in plan.items():
+        p, j = rule
+        first_len, last_len = tail_lengths[rule]
+        if sink[p] and hi is not None and not (j == FREE or free(p, j)):
+            for _, _, fewest, most in _spans(first_len, last_len, C):
+                end(p, fewest, most)
+            counted_rests.append((rule, node_term(languages.root(p, C, C, {p}), "string_chunk")))
+            continue
+        alts: list[tuple] = []
+        if last_len is None or first_len <= last_len:
+            t = end(p, first_len, last_len)
             if t is not None:
-                alts.append((t, None))
-            if bounded_rest:
-                alts.extend((term, ref(q, J)) for q, term in chunks(p))
-        else:
-            first_len, last_len = max(0, lo - j * C), C - 1 if hi is None else min(C - 1, hi - j * C)
-            if first_len <= last_len:
-                t = end(p, first_len, last_len)
-                if t is not None:
-                    alts.append((t, None))
-            if hi is None or (j + 1) * C <= hi:
-                alts.extend((term, ref(q, j + 1)) for q, term in chunks(p))
-        bodies[(p, j)] = alts
-    refs = {key: ir.Ref(b.fresh(f"string_{key[0]}_{key[1]}")) for key in bodies}
-    for key, alts in bodies.items():
-        b.add_rule(refs[key].name, [t if after is None else ir.Sequence((t, refs[after])) for t, after in alts])
-    return ir.Sequence((b.term(close, "quote"), refs[(0, 0)]))
+                alts.append((t,))
+        if nexts:
+            to = dict(zip(after[p], nexts))
+            alts.extend((term, to[q]) for q, term in chunks(p))
+        bodies[rule] = alts
+    for rule, chunk in counted_rests:
+        first_len, last_len = tail_lengths[rule]
+        bodies[rule] = counted_pieces(b, first_len, last_len, C, chunk, lambda lo_, hi_: end(rule[0], lo_, hi_))
+    refs = {r: ir.Ref(b.fresh(f"string_{r[0]}_{'free' if r[1] == FREE else r[1]}")) for r in bodies}
+    for r, alts in bodies.items():
+        pieces = [tuple(refs[x] if isinstance(x, tuple) else x for x in alt) for alt in alts]
+        b.add_rule(refs[r].name, [alt[0] if len(alt) == 1 else ir.Sequence(alt) for alt in pieces])
+    return ir.Sequence((b.term(close, "quote"), refs[key(0, 0)]))
 
 
 def _length_range(d: DFA) -> tuple[int, Optional[int]]:
     """The fewest and the most code points of a string ``d`` accepts (``None``: no most, ``d`` loops); ``d``
     is trimmed (every state on a path to acceptance), as ``intersection_dfa`` gives it."""
+    shortest, longest, _ = _residual_lengths(d)
+    return shortest[0], longest[0]
+
+
+def _residual_lengths(d: DFA) -> tuple[list[int], list[Optional[int]], list[int]]:
+    """Per state of the trimmed ``d``: the fewest and the most code points of a string it accepts from there
+    (``None``: no most, a loop is ahead), and the states it reaches (a bit set; only where the most is known)."""
     targets = [{t for t in row if t >= 0} for row in d.trans]
-    shortest, level, seen = None, {0}, {0}
-    for n in range(d.n + 1):  # breadth first: the first level with an accepting state
-        if any(d.accept[q] for q in level):
-            shortest = n
-            break
-        level = {t for q in level for t in targets[q]} - seen
-        seen |= level
-    indegree = [0] * d.n
-    for ts in targets:
+    sources: list[list[int]] = [[] for _ in range(d.n)]
+    for q, ts in enumerate(targets):
         for t in ts:
-            indegree[t] += 1
-    order = [q for q in range(d.n) if not indegree[q]]
-    for q in order:  # Kahn's order: it misses a state exactly when a cycle reaches it
+            sources[t].append(q)
+    shortest = [0 if d.accept[q] else -1 for q in range(d.n)]
+    level = [q for q in range(d.n) if d.accept[q]]
+    for q in level:  # breadth first from the accepting states, backwards
+        for s in sources[q]:
+            if shortest[s] < 0:
+                shortest[s] = shortest[q] + 1
+                level.append(s)
+    longest: list[Optional[int]] = [None] * d.n
+    reach = [0] * d.n
+    unresolved = [len(ts) for ts in targets]
+    order = [q for q in range(d.n) if not unresolved[q]]
+    for q in order:  # Kahn's order backwards: a state is left out exactly when a loop is ahead of it
+        longest[q] = max([0 if d.accept[q] else -1] + [longest[t] + 1 for t in targets[q]])
+        reach[q] = 1 << q
         for t in targets[q]:
-            indegree[t] -= 1
-            if not indegree[t]:
-                order.append(t)
-    if len(order) < d.n:
-        return shortest or 0, None
-    most = [0 if d.accept[q] else -1 for q in range(d.n)]
-    for q in reversed(order):
-        for t in targets[q]:
-            if most[t] >= 0:
-                most[q] = max(most[q], most[t] + 1)
-    return shortest or 0, most[0]
+            reach[q] |= reach[t]
+        for s in sources[q]:
+            unresolved[s] -= 1
+            if not unresolved[s]:
+                order.append(s)
+    return shortest, longest, reach
 
 
 def _boundary_states(d: DFA, C: int, levels: Optional[int]) -> set[int]:
@@ -354,26 +395,35 @@ def counted_string(b: "Builder", lo: int, hi: Optional[int]) -> ir.Expr:
     C = STRING_CHUNK
     if (hi is not None and hi <= C) or (hi is None and lo <= C):
         return string_terminal(lo, hi)
+    body = counted_pieces(b, lo, hi, C, string_piece(C, C, False), lambda lo_, hi_: string_piece(lo_, hi_, True))
+    return _choice([ir.Sequence((QUOTE, *pieces)) for pieces in body])
+
+
+def counted_pieces(b: "Builder", lo: int, hi: Optional[int], C: int, chunk: ir.Expr,
+                   tail: Callable[[int, Optional[int]], Optional[ir.Expr]]) -> list[tuple[ir.Expr, ...]]:
+    """``lo`` to ``hi`` code points as ``chunk`` (``C`` of them) repeated then ``tail(fewest, most)`` (fewer
+    than ``C``, or any number for ``most=None``), one tuple of pieces per alternative; the count of chunks is
+    a ``Builder.counted`` (rules in the digits of the count), so ``hi`` costs what its digits cost."""
+    spans = _spans(lo, hi, C)
+    tails = [tail(fewest, most) for _, _, fewest, most in spans]  # first: a tail may fail, a count adds rules
+
+    def chunks(lo_: int, hi_: Optional[int]) -> tuple[ir.Expr, ...]:
+        return () if lo_ == hi_ == 0 else (b.counted(chunk, lo_, hi_, "string_chunks"),)
+
+    return [(*chunks(a, z), t) for (a, z, _, _), t in zip(spans, tails) if t is not None]
+
+
+def _spans(lo: int, hi: Optional[int], C: int) -> list[tuple[int, Optional[int], int, Optional[int]]]:
+    """Per alternative: the fewest and most chunks, then the fewest and most code points of the tail."""
     q_lo, r_lo = divmod(lo, C)
-    chunk = string_piece(C, C, False)
-
-    def tail(lo_: int, hi_: Optional[int]) -> ir.Terminal:
-        return string_piece(lo_, hi_, True)
-
-    def chunks(lo_: int, hi_: Optional[int]) -> list[ir.Expr]:
-        if lo_ == hi_ == 0:
-            return []
-        return [b.counted(chunk, lo_, hi_, "string_chunks")]
-
     if hi is None:
-        body: list[ir.Expr] = [ir.Sequence((QUOTE, *chunks(q_lo, q_lo), tail(r_lo, None)))]
-    else:
-        q_hi, r_hi = divmod(hi, C)
-        if q_lo == q_hi:
-            body = [ir.Sequence((QUOTE, *chunks(q_lo, q_lo), tail(r_lo, r_hi)))]
-        else:
-            body = [ir.Sequence((QUOTE, *chunks(q_lo, q_lo), tail(r_lo, C - 1)))]
-            if q_hi - q_lo >= 2:
-                body.append(ir.Sequence((QUOTE, *chunks(q_lo + 1, q_hi - 1), tail(0, C - 1))))
-            body.append(ir.Sequence((QUOTE, *chunks(q_hi, q_hi), tail(0, r_hi))))
-    return body[0] if len(body) == 1 else ir.Choice(tuple(body))
+        return [(q_lo, q_lo, r_lo, None)]
+    q_hi, r_hi = divmod(hi, C)
+    if q_lo == q_hi:
+        return [(q_lo, q_lo, r_lo, r_hi)]
+    middle = [(q_lo + 1, q_hi - 1, 0, C - 1)] if q_hi - q_lo >= 2 else []
+    return [(q_lo, q_lo, r_lo, C - 1), *middle, (q_hi, q_hi, 0, r_hi)]
+
+
+def _choice(options: list[ir.Expr]) -> ir.Expr:
+    return options[0] if len(options) == 1 else ir.Choice(tuple(options))
