@@ -15,7 +15,7 @@ import time
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from kbnf_gpu import ir
@@ -362,6 +362,71 @@ def test_hopcroft_agrees_with_moore(source, rounds):
     finally:
         dfa_module._MOORE_ROUNDS = saved
     assert got.fingerprint == want.fingerprint
+
+
+@SETTINGS
+@given(st.integers(1, 12), st.integers(1, 3), st.data())
+def test_minimal_classes_are_the_equivalence_of_states(n, k, data):
+    """``minimal_classes`` (heights, then Moore, then Hopcroft; each handing over early too): two live states
+    share a class iff they accept the same strings, as a plain refinement to its fixpoint finds; and
+    ``height_classes`` is exact on the states with no loop ahead, acceptance alone on the others."""
+    from kbnf_gpu.automata import dfa as dfa_module
+
+    table = np.array(data.draw(st.lists(st.lists(st.integers(-1, n - 1), min_size=k, max_size=k), min_size=n,
+                                        max_size=n)), dtype=np.int64)
+    accepting = np.array(data.draw(st.lists(st.booleans(), min_size=n, max_size=n)))
+    live = np.zeros(n, dtype=bool)
+    for start in range(n):  # trimmed as ``finalize`` gives it: every state reached and reaching acceptance
+        live |= dfa_module._live_states(table, accepting, start)
+    assume(live.any())
+    old = np.flatnonzero(live)
+    remap = np.full(n + 1, -1, dtype=np.int64)
+    remap[old] = np.arange(len(old))
+    table, accepting = remap[table[old]], accepting[old]
+    n = len(old)
+    want = [int(a) for a in accepting]  # the reference: refine (label, successors' labels) until stable
+    while True:
+        keys = [(want[s], *(want[t] if t >= 0 else -1 for t in table[s])) for s in range(n)]
+        ids = {key: i for i, key in enumerate(dict.fromkeys(keys))}
+        refined = [ids[key] for key in keys]
+        if len(ids) == len(set(want)):
+            break
+        want = refined
+    rounds = data.draw(st.sampled_from([0, 1, 24]))
+    saved = dfa_module._MOORE_ROUNDS
+    dfa_module._MOORE_ROUNDS = rounds  # hand over to Hopcroft early
+    try:
+        got = dfa_module.minimal_classes(table, accepting).tolist()
+    finally:
+        dfa_module._MOORE_ROUNDS = saved
+    heights = dfa_module.height_classes(table, accepting).tolist()
+    looping = [_on_a_loop(table, s) for s in range(n)]
+    finite = [not any(looping[t] for t in _reached(table, [s])) for s in range(n)]
+    for a in range(n):
+        for b in range(n):
+            assert (got[a] == got[b]) == (want[a] == want[b])
+            if finite[a] and finite[b]:
+                assert (heights[a] == heights[b]) == (want[a] == want[b])
+            elif finite[a] != finite[b]:
+                assert heights[a] != heights[b]
+            else:
+                assert (heights[a] == heights[b]) == (accepting[a] == accepting[b])
+
+
+def _reached(table: np.ndarray, starts) -> set[int]:
+    """The states ``starts`` lead to (themselves included)."""
+    seen, stack = set(), [int(s) for s in starts if s >= 0]
+    while stack:
+        s = stack.pop()
+        if s not in seen:
+            seen.add(s)
+            stack.extend(int(t) for t in table[s] if t >= 0)
+    return seen
+
+
+def _on_a_loop(table: np.ndarray, state: int) -> bool:
+    """Does a path of one or more symbols lead ``state`` back to itself?"""
+    return state in _reached(table, table[state])
 
 
 @SETTINGS

@@ -1418,6 +1418,40 @@ def small_patterns(draw) -> str:
     return "^" + "".join(a + c for a, c in atoms) + "$"
 
 
+@needs_check
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(small_patterns(), st.integers(0, 50), st.one_of(st.none(), st.integers(33, 120)), st.data())
+def test_threaded_pattern_with_lengths_is_exact(monkeypatch, pattern: str, lo: int, hi, data) -> None:
+    """A pattern with ``minLength``/``maxLength``, threaded (one lexeme's room lowered so that every one here
+    is): its language is the pattern's strings of ``lo`` to ``hi`` code points, whichever of chunks, one tail
+    past the last loop (``FREE``) or a counted class loop serves each state and count. Strings are walks of
+    the pattern's automaton (most accepted by it) of lengths around the bounds and the chunk boundaries."""
+    assume(hi is not None and lo <= hi or lo > 32)
+    monkeypatch.setattr(_long_strings, "_one_lexeme_states", lambda: 4)
+    schema = {"type": "string", "pattern": pattern, "minLength": lo, **({} if hi is None else {"maxLength": hi})}
+    try:
+        chk = Checker(schema)
+    except GrammarError:
+        return  # too big to thread with so little room: refused, not wrong
+    d = intersection_dfa([pattern_language(pattern)])
+    compiled = re.compile(pattern)
+    lengths = [0, 1, lo - 1, lo, lo + 1, 15, 16, 17, 31, 32, 33] + ([hi - 1, hi, hi + 1] if hi is not None else [90])
+    verdicts = set()
+    for _ in range(60):
+        n, p, s = data.draw(st.sampled_from(lengths)), 0, ""
+        while d is not None and p >= 0 and len(s) < n:
+            moves = [(sym, t) for sym, t in enumerate(d.trans[p]) if t >= 0]
+            if not moves:
+                break
+            sym, p = moves[data.draw(st.integers(0, len(moves) - 1))]
+            s += chr(d.symbols[sym][0][0])
+        if data.draw(st.booleans()):
+            s += data.draw(st.sampled_from(["", "a", "c", "d"]))
+        want = compiled.search(s) is not None and lo <= len(s) <= (len(s) if hi is None else hi)
+        verdicts.add(want)
+        assert chk.complete(json.dumps(s)) == want, (s, len(s))
+
+
 def _walk_symbols(d, p: int, word: tuple[int, ...]) -> int:
     for sym in word:
         p = d.trans[p][sym] if p >= 0 else -1

@@ -279,24 +279,29 @@ def _flood(mark: np.ndarray, src: np.ndarray, dst: np.ndarray, n: int, within: n
 _MOORE_ROUNDS = 24
 
 
-def moore_classes(table: np.ndarray, accepting: np.ndarray, rounds: int) -> tuple[np.ndarray, bool]:
+def moore_classes(
+    table: np.ndarray, accepting: np.ndarray, rounds: int, initial: np.ndarray | None = None
+) -> tuple[np.ndarray, bool]:
     """Moore's refinement of the states of ``table`` (``[n, k]``, -1 dead) for at most ``rounds`` rounds:
     ``int64 [n + 1]`` class labels (the last row is the dead state, in a class of its own), equal after
     round ``r`` iff the states act alike on every string of at most ``r`` symbols (die after the same
     prefixes, accept after the same ones); and whether the labels became stable (the coarsest equivalence).
-    Each round is one ``unique`` over the rows of (label, successors' labels), compared as blobs of bytes."""
-    (labels, stable), = moore_snapshots(table, accepting, (rounds,))
+    Each round is one ``unique`` over the rows of (label, successors' labels), compared as blobs of bytes.
+    ``initial``: labels to refine instead of acceptance alone (coarser than the equivalence, finer than
+    acceptance: :func:`height_classes`)."""
+    (labels, stable), = moore_snapshots(table, accepting, (rounds,), initial)
     return labels, stable
 
 
 def moore_snapshots(
-    table: np.ndarray, accepting: np.ndarray, rounds: tuple[int, ...]
+    table: np.ndarray, accepting: np.ndarray, rounds: tuple[int, ...], initial: np.ndarray | None = None
 ) -> list[tuple[np.ndarray, bool]]:
     """:func:`moore_classes` after each of ``rounds`` (ascending) rounds, from one refinement."""
     n, k = table.shape
     sink = n  # explicit dead state, distinguishable from every live one
     T = np.vstack([np.where(table < 0, sink, table), np.full((1, k), sink, dtype=table.dtype)])
-    labels = np.append(np.asarray(accepting).astype(np.int64), 2)
+    first = np.asarray(accepting).astype(np.int64) if initial is None else np.asarray(initial, dtype=np.int64)
+    labels = np.append(first, int(first.max(initial=-1)) + 1)
     count = len(set(labels.tolist()))
     out: list[tuple[np.ndarray, bool]] = []
     done = 0
@@ -331,16 +336,49 @@ def _row_classes(sig: np.ndarray) -> np.ndarray:
 _ROW_WEIGHTS = np.random.default_rng(1).integers(1, 1 << 62, size=258, dtype=np.int64)
 
 
+def height_classes(table: np.ndarray, accepting: np.ndarray) -> np.ndarray:
+    """Labels for the states of the trimmed ``table`` (``[n, k]``, -1 dead): exact classes of the states with no
+    loop ahead (a finite language), and for the others (an infinite language: never equivalent to the first)
+    their acceptance. The first are classed after all their successors (reverse topological order): two are
+    equivalent iff they accept alike and move alike into equivalent states, so a state's class is the key
+    (acceptance, its live moves with their targets' classes), interned. One pass over the moves, where Moore
+    needs a round per symbol of the longest string that tells two states apart (Revuz's algorithm)."""
+    n = table.shape[0]
+    sources, symbols = np.nonzero(table >= 0)  # row-major: each state's moves together, in symbol order
+    targets = table[sources, symbols].tolist()
+    bounds = np.searchsorted(sources, np.arange(n + 1)).tolist()
+    symbols = symbols.tolist()
+    preds: list[list[int]] = [[] for _ in range(n)]
+    for s, t in zip(sources.tolist(), targets):
+        preds[t].append(s)
+    waiting = [bounds[s + 1] - bounds[s] for s in range(n)]  # moves into states not classed yet
+    accept = np.asarray(accepting, dtype=bool).tolist()
+    labels = [-1] * n
+    ids: dict[tuple, int] = {}
+    order = [s for s in range(n) if not waiting[s]]
+    for s in order:
+        key = (accept[s], *[x for i in range(bounds[s], bounds[s + 1]) for x in (symbols[i], labels[targets[i]])])
+        labels[s] = ids.setdefault(key, len(ids))
+        for p in preds[s]:
+            waiting[p] -= 1
+            if not waiting[p]:
+                order.append(p)
+    count = len(ids)
+    return np.array([label if label >= 0 else count + a for label, a in zip(labels, accept)], dtype=np.int64)
+
+
 def minimal_classes(table: np.ndarray, accepting: np.ndarray) -> np.ndarray:
     """Block id per state of the coarsest equivalence (all states live).
 
-    Moore rounds on numpy first (:func:`moore_classes`); usually a few
-    suffice. Deep chains (``x{0,1000}``) would need one round per state, so
-    past ``_MOORE_ROUNDS`` Hopcroft finishes the refinement from the
-    partition reached.
+    The states with no loop ahead are classed exactly first, height by height
+    (:func:`height_classes`: a trie, a counted ``[0-9]{36}``); Moore rounds on
+    numpy refine the rest (:func:`moore_classes`); usually a few suffice.
+    Deep chains before a loop (``x{0,1000}y*``) would need one round per
+    state, so past ``_MOORE_ROUNDS`` Hopcroft finishes the refinement from
+    the partition reached.
     """
     n, k = table.shape
-    labels, stable = moore_classes(table, accepting, _MOORE_ROUNDS)
+    labels, stable = moore_classes(table, accepting, _MOORE_ROUNDS, height_classes(table, accepting))
     if stable:
         return labels[:n]
     T = np.vstack([np.where(table < 0, n, table), np.full((1, k), n, dtype=table.dtype)])
