@@ -206,7 +206,9 @@ def _thread(b: "Builder", d: DFA, lo: int, hi: Optional[int], C: int, bounded_re
             tail_lengths[rule] = max(0, lo - j * C), C - 1 if hi is None else min(C - 1, hi - j * C)
         if step is not None and p not in after:
             after[p] = sorted(_after(d, {p}, C))
-        plan[rule] = [] if step is None else [key(q, step) for q in after[p]]
+        # a state whose shortest rest no longer fits under ``maxLength`` is no rule (its language is empty)
+        plan[rule] = [] if step is None else [key(q, step) for q in after[p]
+                                               if hi is None or step * C + shortest[q] <= hi]
         if plan[rule]:
             chunked.add(p)
         tails.add(p)
@@ -307,8 +309,8 @@ def _thread(b: "Builder", d: DFA, lo: int, hi: Optional[int], C: int, bounded_re
             if t is not None:
                 alts.append((t,))
         if nexts:
-            to = dict(zip(after[p], nexts))
-            alts.extend((term, to[q]) for q, term in chunks(p))
+            to = dict(zip([q for q in after[p] if hi is None or (j + 1) * C + shortest[q] <= hi], nexts))
+            alts.extend((term, to[q]) for q, term in chunks(p) if q in to)
         bodies[rule] = alts
     for rule, chunk in counted_rests:
         first_len, last_len = tail_lengths[rule]
