@@ -193,7 +193,9 @@ def _thread(b: "Builder", d: DFA, lo: int, hi: Optional[int], C: int, bounded_re
     tails: set[int] = set()
     work = [key(0, 0)]
     queued = set(work)
+    budget = current_budget()
     while work:
+        budget.tick("threading a string's length limits")
         p, j = rule = work.pop()
         if j == FREE or free(p, j):  # the rest is finite: its longest string is the upper bound that holds
             step, tail_lengths[rule] = None, ((0 if j == FREE else max(0, lo - j * C)), longest[p])
