@@ -46,8 +46,13 @@ STRING_CHUNK = 16  # code points per lexeme when a long string is split
 MAX_THREAD_RULES = 5_000  # rules of one threaded string
 MAX_THREAD_TERMINALS = 400  # distinct chunk and tail lexemes of one threaded string
 # automaton states at chunk boundaries (each gets its chunk languages, at the code-point level: a counter's run of
-# states shares a few languages, ``.{0,1023}`` has 64 boundaries and two chunk lexemes)
+# states shares a few languages, ``.{0,1023}`` has 64 boundaries and two chunk lexemes), where one lexeme may
+# still serve (a pattern that counts far, ``chunked_pattern``: past this, one lexeme is tried first)
 MAX_THREAD_BOUNDARIES = 2_000
+# the same where no lexeme holds the string (the last resort before a refusal): ``[A-Za-z0-9:_/+=,@.-]{0,1023}``
+# after a loop has 1,024 boundary states and two chunk lexemes; what the lexemes cost is bounded by
+# ``MAX_THREAD_TERMINALS`` and ``MAX_THREAD_STATES``
+MAX_LAST_RESORT_BOUNDARIES = 5_000
 # byte automaton states per code-point state of a pattern as one lexeme (every code point also an escape;
 # measured 6-30): a pattern whose code-point automaton passes ``max_dfa_states`` / this is chunked
 BYTE_STATES_PER_STATE = 32
@@ -81,7 +86,7 @@ def threaded_string(b: "Builder", langs: list[Rx], lo: int, hi: Optional[int], w
         whole = b.string_term(as_expr(d))
         if b.fits(whole):
             return whole
-        threaded = _thread_chunks(b, d, 0, None, (STRING_CHUNK, 8, 4), bounded_rest=True)
+        threaded = _thread_chunks(b, d, 0, None, (STRING_CHUNK, 8, 4), True, MAX_LAST_RESORT_BOUNDARIES)
         if threaded is not None:
             return threaded
         b.doc.problem("this pattern/format is too complex to enforce exactly (its automaton, every code point also "
@@ -98,7 +103,7 @@ def threaded_string(b: "Builder", langs: list[Rx], lo: int, hi: Optional[int], w
             counted = b.string_term(as_expr(bounded))
             if b.fits(counted):  # else chunks: a class of many ranges (each code point also an escape) grows it
                 return counted
-    threaded = _thread_chunks(b, d, lo, hi, (STRING_CHUNK, 8, 4, 2, 1))
+    threaded = _thread_chunks(b, d, lo, hi, (STRING_CHUNK, 8, 4, 2, 1), False, MAX_LAST_RESORT_BOUNDARIES)
     if threaded is not None:
         return threaded
     # not exact: without ``strict``, the pattern/format alone if its lexeme fits (the lengths are what grew it),
@@ -133,11 +138,11 @@ def _one_lexeme_states() -> int:
 
 
 def _thread_chunks(b: "Builder", d: DFA, lo: int, hi: Optional[int], sizes: tuple[int, ...],
-                   bounded_rest: bool = False) -> Optional[ir.Expr]:
+                   bounded_rest: bool = False, boundaries: Optional[int] = None) -> Optional[ir.Expr]:
     """``_thread`` with the first chunk size of ``sizes`` whose lexemes stay small (``None``: none does)."""
     for C in sizes:
         try:
-            return _thread(b, d, lo, hi, C, bounded_rest)
+            return _thread(b, d, lo, hi, C, bounded_rest, boundaries)
         except TooLarge:
             continue
     return None
@@ -162,7 +167,8 @@ def _count_span(x: Rx) -> int:
 FREE = -1  # the chunk count of a rule whose rest neither bound still reaches: one tail, whatever the count
 
 
-def _thread(b: "Builder", d: DFA, lo: int, hi: Optional[int], C: int, bounded_rest: bool = False) -> ir.Expr:
+def _thread(b: "Builder", d: DFA, lo: int, hi: Optional[int], C: int, bounded_rest: bool = False,
+            boundaries: Optional[int] = None) -> ir.Expr:
     """Rules ``(automaton state p, chunks so far j)``. Once the lower bound is met (``j >= J``, no upper bound)
     the rest from ``p`` is one tail lexeme, or with ``bounded_rest`` a tail of fewer than ``C`` code points
     or a chunk and the rest again (lexemes that stay small however far the automaton counts). With an upper
@@ -171,6 +177,7 @@ def _thread(b: "Builder", d: DFA, lo: int, hi: Optional[int], C: int, bounded_re
     ``maxLength``, not at each of its ``maxLength / C`` counts."""
     shortest, longest, reach = _residual_lengths(d)
     small = _one_lexeme_states()
+    boundaries = MAX_THREAD_BOUNDARIES if boundaries is None else boundaries
     # an accepting state that only loops to itself: the rest from it is a counted string of its class
     sink = [bool(d.accept[q]) and q in d.trans[q] and all(t in (-1, q) for t in d.trans[q]) for q in range(d.n)]
     J = -(-lo // C) if hi is None else None
@@ -218,7 +225,7 @@ def _thread(b: "Builder", d: DFA, lo: int, hi: Optional[int], C: int, bounded_re
             if nxt not in queued:
                 queued.add(nxt)
                 work.append(nxt)
-        if len(queued) > MAX_THREAD_RULES or len(chunked) + (len(tails) if lo == 0 else 0) > MAX_THREAD_BOUNDARIES:
+        if len(queued) > MAX_THREAD_RULES or len(chunked) + (len(tails) if lo == 0 else 0) > boundaries:
             raise TooLarge("string automaton too large")
     chunk_terms: dict[int, list[tuple[int, ir.Terminal]]] = {}
     end_terms: dict[tuple[int, int, Optional[int]], Optional[ir.Terminal]] = {}
@@ -362,24 +369,11 @@ def _residual_lengths(d: DFA) -> tuple[list[int], list[Optional[int]], list[int]
     return shortest, longest, reach
 
 
-def _boundary_states(d: DFA, C: int, levels: Optional[int]) -> set[int]:
-    """The automaton's states at chunk boundaries (after a multiple of ``C`` code points, at most ``levels``
-    chunks): the states ``_thread`` makes rules and chunk lexemes for."""
-    seen = {0}
-    frontier = {0}
-    level = 0
-    while frontier and (levels is None or level < levels):
-        frontier = _after(d, frontier, C) - seen
-        seen |= frontier
-        level += 1
-        if len(seen) > MAX_THREAD_BOUNDARIES:
-            break
-    return seen
-
-
 def _after(d: DFA, states: set[int], n: int) -> set[int]:
     """The states ``d`` reaches from ``states`` after exactly ``n`` code points."""
+    budget = current_budget()
     for _ in range(n):
+        budget.tick("threading a string's length limits")
         states = {t for q in states for t in d.trans[q] if t >= 0}
     return states
 
