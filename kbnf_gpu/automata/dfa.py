@@ -370,7 +370,7 @@ def height_classes(table: np.ndarray, accepting: np.ndarray) -> np.ndarray:
 def minimal_classes(table: np.ndarray, accepting: np.ndarray) -> np.ndarray:
     """Block id per state of the coarsest equivalence (all states live).
 
-    The states with no loop ahead are classed exactly first, height by height
+    The states with no loop ahead are classed exactly first, in one pass
     (:func:`height_classes`: a trie, a counted ``[0-9]{36}``); Moore rounds on
     numpy refine the rest (:func:`moore_classes`); usually a few suffice.
     Deep chains before a loop (``x{0,1000}y*``) would need one round per

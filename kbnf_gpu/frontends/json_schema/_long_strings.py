@@ -194,8 +194,9 @@ def _thread(b: "Builder", d: DFA, lo: int, hi: Optional[int], C: int, bounded_re
     # plan the rules first (states and counts only), failing before any lexeme work when they would pass the
     # bounds: each state a chunk may still leave gets its chunk lexemes, and with no lower bound its tail too
     after: dict[int, list[int]] = {}
-    plan: dict[tuple[int, int], list[tuple[int, int]]] = {}  # rule -> the rules its chunks lead to
+    plan: dict[tuple[int, int], list[tuple[int, tuple[int, int]]]] = {}  # rule -> (state, rule) its chunks lead to
     tail_lengths: dict[tuple[int, int], tuple[int, Optional[int]]] = {}  # rule -> its tail's fewest, most
+    repeated: set[tuple[int, int]] = set()  # rules whose rest is a counted repetition of one chunk (``sink``)
     chunked: set[int] = set()
     tails: set[int] = set()
     work = [key(0, 0)]
@@ -208,6 +209,7 @@ def _thread(b: "Builder", d: DFA, lo: int, hi: Optional[int], C: int, bounded_re
             step, tail_lengths[rule] = None, ((0 if j == FREE else max(0, lo - j * C)), longest[p])
         elif hi is not None and sink[p]:  # its chunks counted by a repetition, not one rule per count
             step, tail_lengths[rule] = None, (max(0, lo - j * C), hi - j * C)
+            repeated.add(rule)
         elif J is not None and j >= J:
             step, tail_lengths[rule] = (J if bounded_rest else None), (0, C - 1 if bounded_rest else None)
         else:
@@ -216,12 +218,12 @@ def _thread(b: "Builder", d: DFA, lo: int, hi: Optional[int], C: int, bounded_re
         if step is not None and p not in after:
             after[p] = sorted(_after(d, {p}, C))
         # a state whose shortest rest no longer fits under ``maxLength`` is no rule (its language is empty)
-        plan[rule] = [] if step is None else [key(q, step) for q in after[p]
+        plan[rule] = [] if step is None else [(q, key(q, step)) for q in after[p]
                                                if hi is None or step * C + shortest[q] <= hi]
         if plan[rule]:
             chunked.add(p)
         tails.add(p)
-        for nxt in plan[rule]:
+        for _, nxt in plan[rule]:
             if nxt not in queued:
                 queued.add(nxt)
                 work.append(nxt)
@@ -279,7 +281,7 @@ def _thread(b: "Builder", d: DFA, lo: int, hi: Optional[int], C: int, bounded_re
         for _, node in chunk_nodes[p]:
             count(node)
     for (p, j), (first_len, last_len) in tail_lengths.items():
-        if sink[p] and hi is not None and not (j == FREE or free(p, j)):
+        if (p, j) in repeated:
             count(languages.root(p, C, C, {p}))
         elif last_len is not None and first_len <= last_len:
             count(languages.root(p, first_len, last_len, accepting))
@@ -305,9 +307,9 @@ def _thread(b: "Builder", d: DFA, lo: int, hi: Optional[int], C: int, bounded_re
     bodies: dict[tuple[int, int], list[tuple]] = {}
     counted_rests: list[tuple[tuple[int, int], ir.Terminal]] = []
     for rule, nexts in plan.items():
-        p, j = rule
+        p, _ = rule
         first_len, last_len = tail_lengths[rule]
-        if sink[p] and hi is not None and not (j == FREE or free(p, j)):
+        if rule in repeated:
             for _, _, fewest, most in _spans(first_len, last_len, C):
                 end(p, fewest, most)
             counted_rests.append((rule, node_term(languages.root(p, C, C, {p}), "string_chunk")))
@@ -318,7 +320,7 @@ def _thread(b: "Builder", d: DFA, lo: int, hi: Optional[int], C: int, bounded_re
             if t is not None:
                 alts.append((t,))
         if nexts:
-            to = dict(zip([q for q in after[p] if hi is None or (j + 1) * C + shortest[q] <= hi], nexts))
+            to = dict(nexts)
             alts.extend((term, to[q]) for q, term in chunks(p) if q in to)
         bodies[rule] = alts
     for rule, chunk in counted_rests:
@@ -393,8 +395,9 @@ def counted_string(b: "Builder", lo: int, hi: Optional[int]) -> ir.Expr:
     C = STRING_CHUNK
     if (hi is not None and hi <= C) or (hi is None and lo <= C):
         return string_terminal(lo, hi)
-    body = counted_pieces(b, lo, hi, C, string_piece(C, C, False), lambda lo_, hi_: string_piece(lo_, hi_, True))
-    return _choice([ir.Sequence((QUOTE, *pieces)) for pieces in body])
+    body = [ir.Sequence((QUOTE, *pieces)) for pieces in
+            counted_pieces(b, lo, hi, C, string_piece(C, C, False), lambda lo_, hi_: string_piece(lo_, hi_, True))]
+    return body[0] if len(body) == 1 else ir.Choice(tuple(body))
 
 
 def counted_pieces(b: "Builder", lo: int, hi: Optional[int], C: int, chunk: ir.Expr,
@@ -421,7 +424,3 @@ def _spans(lo: int, hi: Optional[int], C: int) -> list[tuple[int, Optional[int],
         return [(q_lo, q_lo, r_lo, r_hi)]
     middle = [(q_lo + 1, q_hi - 1, 0, C - 1)] if q_hi - q_lo >= 2 else []
     return [(q_lo, q_lo, r_lo, C - 1), *middle, (q_hi, q_hi, 0, r_hi)]
-
-
-def _choice(options: list[ir.Expr]) -> ir.Expr:
-    return options[0] if len(options) == 1 else ir.Choice(tuple(options))
