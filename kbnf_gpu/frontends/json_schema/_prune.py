@@ -16,27 +16,22 @@ def prune(rules: dict[str, ir.Expr]) -> ir.Grammar:
         out = tuple(ir.Rule(n, rules[n]) for n in ["root", *(n for n in rules if n != "root")])
         return ir.Grammar(rules=out, start="root", syntax="json_schema", end_mode="eos")
 
-    def clean(e: ir.Expr) -> Optional[ir.Expr]:  # ``e`` itself where nothing in it changes
+    def clean(e: ir.Expr) -> Optional[ir.Expr]:
         if isinstance(e, ir.Choice):
-            kids = [clean(x) for x in e.alternatives]
-            alts = [c for c in kids if c is not None]
+            alts = [c for c in (clean(x) for x in e.alternatives) if c is not None]
             if not alts:
                 return None
-            if len(alts) == len(kids) and all(a is b for a, b in zip(alts, e.alternatives)):
-                return e
             return alts[0] if len(alts) == 1 else ir.Choice(tuple(alts))
         if isinstance(e, ir.Sequence):
             items = [clean(x) for x in e.items]
             if any(x is None for x in items):
                 return None
-            if all(a is b for a, b in zip(items, e.items)):
-                return e
             return ir.Sequence(tuple(items))  # type: ignore[arg-type]
         if isinstance(e, ir.Repetition):
             item = clean(e.item)
             if item is None:
                 return ir.EMPTY if e.min == 0 else None
-            return e if item is e.item else ir.Repetition(item, e.min, e.max)
+            return ir.Repetition(item, e.min, e.max)
         if isinstance(e, ir.Ref):
             return e if e.name in productive else None
         return e
