@@ -60,7 +60,7 @@ from typing import Any
 import numpy as np
 
 from .errors import VocabularyError
-from .runtime.caches import lru_get
+from .caches import lru_get
 
 __all__ = ["Vocabulary", "EOS_NAMES", "VocabularyError"]
 

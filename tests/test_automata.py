@@ -644,8 +644,9 @@ def test_labelled_automaton_is_built_without_the_subset_construction(n_states, d
     quote = regexpr_to_dfa(ir.Literal(b'"'))
     chain = chained([(2, ((0, quote, 1),), (1,)), (n_states, [(p, leaves[label], q) for p, label, q in edges],
                                                     accepting), (2, ((0, quote, 1),), (1,))])
-    if 0 not in accepting:  # else the chain gives way: the empty string between the quotes is an empty move
-        assert chain is not None and labelled_dfa(*chain, 10_000) is not None
+    # the empty string between the quotes too (an accepting start: the quote's end takes the closing quote)
+    chained_dfa = labelled_dfa(*chain, 10_000)
+    assert chained_dfa is not None
     quoted = regexpr_to_dfa(ir.Concat((ir.Literal(b'"'), ir.Automaton(n_states, tuple(edges), accepting),
                                        ir.Literal(b'"'))))
     subset = build._determinized(ir.Concat((ir.Literal(b'"'), ir.Automaton(
@@ -653,6 +654,8 @@ def test_labelled_automaton_is_built_without_the_subset_construction(n_states, d
         10_000, build._nfa_limit(10_000), build._Context("test"))
     assert np.array_equal(quoted.transitions, subset.transitions), edges
     assert np.array_equal(quoted.accepting, subset.accepting), edges
+    assert np.array_equal(chained_dfa.transitions, subset.transitions), edges
+    assert np.array_equal(chained_dfa.accepting, subset.accepting), edges
 
 
 def test_labelled_trie_cache_is_bounded(monkeypatch):
@@ -684,9 +687,17 @@ def test_labelled_automaton_gives_way_where_labels_overlap():
     assert labelled_dfa(2, [(0, a, 1), (0, ab, 0)], (1,), 100) is None
     assert labelled_dfa(2, [(0, empty, 1)], (1,), 100) is None
     assert labelled_dfa(2, [(0, a, 1), (1, ab, 0)], (0,), 100).matches(b"aab")
-    # a chain: a part after the first that accepts the empty string, or a malformed part, is not chained
-    assert chained([(2, ((0, a, 1),), (1,)), (1, (), (0,))]) is None
+    # a chain: a malformed part is not chained; parts that accept the empty string are skipped over, alone or in
+    # a row, up to the end (``a (b|bb)? c* d?``, brute force below)
+    b, c, d = (regexpr_to_dfa(ir.Literal(x)) for x in (b"b", b"c", b"d"))
+    assert chained([(2, ((0, a, 1),), (1,)), (1, (), (0,))])[2] == (1, 2)
     assert labelled_dfa(*chained([(1, (), (0,)), (2, ((0, a, 1),), (1,))]), 100).matches(b"a")
+    optional = labelled_dfa(*chained([(2, ((0, a, 1),), (1,)), (3, ((0, b, 1), (1, b, 2)), (0, 1, 2)),
+                                      (1, ((0, c, 0),), (0,)), (2, ((0, d, 1),), (0, 1))]), 100)
+    pattern = re.compile(rb"a(b|bb)?c*d?")
+    for text in map(bytes, itertools.product(b"abcd", repeat=4)):
+        for cut in range(5):
+            assert optional.matches(text[:cut]) == bool(pattern.fullmatch(text[:cut])), text[:cut]
     assert chained([(2, ((0, a, 3),), (1,)), (2, ((0, a, 1),), (1,))]) is None
     n, edges, accepting = chained([(2, ((0, a, 1),), (1,)), (2, ((0, ab, 1), (1, a, 0)), (1,))])
     chain = labelled_dfa(n, edges, accepting, 100)
@@ -996,11 +1007,18 @@ def test_kind_edge_cases():
 
 
 def test_dfa_memo_keeps_the_recently_used_within_its_bounds(monkeypatch):
-    """The process-wide DFA memos stay within their entry and state bounds, dropping the least recently used
-    first: a lexeme every schema shares (a tag's pattern) stays while one-off lexemes come and go."""
+    """The process-wide DFA memos stay within their entry and byte bounds, dropping the least recently used
+    first: a lexeme every schema shares (a tag's pattern) stays while one-off lexemes come and go. A DFA is
+    held packed (a column per class of bytes); a hit returns the DFA a grammar still holds, else the same
+    language unpacked, arrays and fingerprint equal."""
+    import gc
+
     from kbnf_gpu.automata import build
 
-    monkeypatch.setattr(build, "_MEMO_STATES_LIMIT", 10)
+    def packed_bytes(n_states):  # ``x{n-1}``: n states, two classes of bytes (``x`` and the rest)
+        return n_states * 2 * 4 + 256
+
+    monkeypatch.setattr(build, "_MEMO_BYTES_LIMIT", packed_bytes(3) + packed_bytes(4) + packed_bytes(3))
     cache: dict = {}
     made = []
 
@@ -1010,12 +1028,21 @@ def test_dfa_memo_keeps_the_recently_used_within_its_bounds(monkeypatch):
             return regexpr_to_dfa(ir.Literal(b"x" * (n_states - 1)))
         return build._memo(cache, 4, key, make)
 
-    assert get("shared", 3).n_states == 3
+    shared = get("shared", 3)
+    assert shared.n_states == 3
     for i in range(12):
         get(f"once{i}", 1 + i % 4)
-        assert get("shared", 3).n_states == 3  # used again: never the oldest
-        assert len(cache) <= 4 and sum(d.n_states for d in cache.values()) <= 10
-        assert build._memo_states[id(cache)] == sum(d.n_states for d in cache.values())
+        assert get("shared", 3) is shared  # used again: never the oldest; held: the same object
+        assert len(cache) <= 4 and sum(x.nbytes for x in cache.values()) <= build._MEMO_BYTES_LIMIT
+        assert build._memo_bytes[id(cache)] == sum(x.nbytes for x in cache.values())
     assert made.count("shared") == 1
     get("once0", 1)
     assert made.count("once0") == 2  # long evicted: made anew
+    expected = (shared.transitions.copy(), shared.accepting.copy(), shared.fingerprint)
+    del shared
+    gc.collect()
+    again = get("shared", 3)  # no grammar holds it: unpacked from the memo, not made again
+    assert made.count("shared") == 1
+    assert np.array_equal(again.transitions, expected[0]) and np.array_equal(again.accepting, expected[1])
+    assert again.fingerprint == expected[2] == regexpr_to_dfa(ir.Literal(b"xx")).fingerprint
+    assert again.matches(b"xx") and not again.matches(b"x")

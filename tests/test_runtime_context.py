@@ -25,7 +25,7 @@ from bnf_oracle import BnfOracle
 from kbnf_gpu import CompileConfig, Matcher, Vocabulary, compile_grammar, ir
 from kbnf_gpu.grammars import JSON_KBNF
 from kbnf_gpu.normalize import NormalizeConfig, normalize
-from kbnf_gpu.runtime.caches import GenerationalCache, WeakTable
+from kbnf_gpu.caches import GenerationalCache, WeakTable
 from kbnf_gpu.runtime.earley import DEAD, SELF, TOP, EarleyParser, is_dead
 from kbnf_gpu.runtime.masks import RESOLUTION_STAGES, TRUNCATION_DEPTH
 

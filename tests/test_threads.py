@@ -17,7 +17,7 @@ import torch
 
 from kbnf_gpu import Matcher, compile_grammar
 from kbnf_gpu.grammars import JSON_KBNF
-from kbnf_gpu.runtime.caches import GenerationalCache, WeakTable
+from kbnf_gpu.caches import GenerationalCache, WeakTable
 from kbnf_gpu.runtime.earley import SELF, EarleyParser, _set_key
 from integration_support import greedy_tokens
 

@@ -2,12 +2,14 @@
 from __future__ import annotations
 
 import threading
+from dataclasses import dataclass
 from typing import Callable, Sequence
 
 import numpy as np
 
 from .. import ir
 from ..errors import DFATooLarge, GrammarError
+from ..caches import WeakTable
 from . import kinds
 from .dfa import ByteDFA, StateLimit, determinize, finalize, from_table
 from .guarded import AT_START, OTHER, determinize_guarded
@@ -159,33 +161,78 @@ _LABEL_CACHE: dict[tuple, ByteDFA] = {}  # an automaton edge's label -> its DFA 
 _LABEL_CACHE_SIZE = 1024
 
 
-_MEMO_STATES_LIMIT = 1 << 16  # DFA states one memo table may hold (a state is a 1 KB row: 64 MB)
-_memo_states: dict[int, int] = {}  # id(cache) -> DFA states it holds
+_MEMO_BYTES_LIMIT = 64 << 20  # bytes of packed DFA tables one memo table may hold
+_memo_bytes: dict[int, int] = {}  # id(cache) -> bytes of packed tables it holds
 _memo_lock = threading.Lock()
 _MISSING = object()
+_shared_dfas = WeakTable()  # fingerprint -> a DFA some grammar still holds: a memo hit returns it, not a copy
 
 
-def _states(hit) -> int:  # type: ignore[no-untyped-def]
-    return hit.n_states if isinstance(hit, ByteDFA) else 0
+@dataclass(frozen=True, eq=False)
+class _Packed:
+    """A ``ByteDFA`` as a memo holds it: one column per class of bytes that every state reads alike (a string's
+    lexeme reads ~40 classes: a sixth of the full table), its states as they were."""
+
+    table: np.ndarray  # int32 [n, classes]
+    class_of_byte: np.ndarray  # [256]
+    accepting: np.ndarray
+    fingerprint: str
+
+    @staticmethod
+    def of(dfa: ByteDFA) -> "_Packed":
+        columns = np.ascontiguousarray(dfa.transitions.T)
+        keys = columns.view(np.dtype((np.void, columns.itemsize * columns.shape[1]))).ravel()
+        _, first, class_of_byte = np.unique(keys, return_index=True, return_inverse=True)
+        return _Packed(columns[first].T.copy(), class_of_byte.reshape(-1).astype(np.uint8), dfa.accepting,
+                       dfa.fingerprint)
+
+    @property
+    def nbytes(self) -> int:
+        return self.table.nbytes + 256
+
+    def unpacked(self) -> ByteDFA:
+        dfa = ByteDFA(self.table[:, self.class_of_byte], self.accepting)
+        dfa.__dict__["fingerprint"] = self.fingerprint  # ``cached_property``: the arrays are the ones it hashed
+        return dfa
 
 
 def _memo(cache: dict, size: int, key, make):
     """``cache[key]``, made by ``make()`` when missing. Least recently used entries go first when it would hold
-    more than ``size`` entries or ``_MEMO_STATES_LIMIT`` DFA states (a server compiles new grammars all day;
-    the lexemes its schemas share, a tag's pattern, stay)."""
+    more than ``size`` entries or ``_MEMO_BYTES_LIMIT`` bytes of packed tables (a server compiles new grammars
+    all day; the lexemes its schemas share, a tag's pattern, stay). A DFA is held packed (``_Packed``); a hit
+    returns the DFA itself while a grammar still holds it (or the same language made under another key), else
+    unpacks it."""
     with _memo_lock:
         hit = cache.pop(key, _MISSING)
         if hit is not _MISSING:
             cache[key] = hit  # most recently used: last
-            return hit
-    hit = make()
+            if not isinstance(hit, _Packed):
+                return hit
+            live = _shared_dfas.get(hit.fingerprint)
+            if live is not None:
+                return live
+    if hit is _MISSING:
+        made = make()
+        hit = _Packed.of(made) if isinstance(made, ByteDFA) else made
+    else:
+        made = hit.unpacked()
     with _memo_lock:
-        used = _memo_states.get(id(cache), 0) - _states(cache.pop(key, None))
-        while cache and (len(cache) >= size or used + _states(hit) > _MEMO_STATES_LIMIT):
-            used -= _states(cache.pop(next(iter(cache))))
+        if isinstance(made, ByteDFA):
+            live = _shared_dfas.get(hit.fingerprint)  # the same language made under another key: one object
+            if live is None:
+                _shared_dfas[hit.fingerprint] = made
+            else:
+                made = live
+        used = _memo_bytes.get(id(cache), 0) - _nbytes(cache.pop(key, None))
+        while cache and (len(cache) >= size or used + _nbytes(hit) > _MEMO_BYTES_LIMIT):
+            used -= _nbytes(cache.pop(next(iter(cache))))
         cache[key] = hit
-        _memo_states[id(cache)] = used + _states(hit)
-    return hit
+        _memo_bytes[id(cache)] = used + _nbytes(hit)
+    return made
+
+
+def _nbytes(entry) -> int:  # type: ignore[no-untyped-def]
+    return entry.nbytes if isinstance(entry, _Packed) else 0
 
 
 def complement_bytes(dfa: ByteDFA) -> ByteDFA:
@@ -351,7 +398,7 @@ def build_dfa(terminal: ir.Terminal, *, max_states: int = DEFAULT_MAX_STATES) ->
 # The same terminals recur across grammars (a JSON Schema's integers, strings,
 # punctuation with whitespace) and their DFAs are immutable, so share them.
 _FLAT_CACHE: dict[tuple, ByteDFA] = {}
-_FLAT_CACHE_SIZE = 1024
+_FLAT_CACHE_SIZE = 4096
 
 
 def _build_terminal(terminal: ir.Terminal, max_states: int) -> ByteDFA:

@@ -89,9 +89,10 @@ Labelled = tuple[int, Sequence[tuple[int, ByteDFA, int]], Sequence[int]]  # (sta
 
 def chained(parts: Sequence[Labelled]) -> Labelled | None:
     """The concatenation of labelled automata as one (a string's quotes around its automaton): each part's
-    accepting states take the next part's start edges (the empty move between them, removed by copying), its
-    states numbered after the parts before it. ``None`` where a part is malformed or one after the first
-    accepts the empty string (its start state accepts)."""
+    accepting states take the start edges of the next part, and of the parts after it while their start states
+    accept (an optional part: ``maxLength`` without ``minLength``), in place of the empty moves between them;
+    they accept where every part after theirs accepts the empty string. States are numbered part after part.
+    ``None`` where a part is malformed."""
     offsets = []
     total = 0
     for n, edges, accepting in parts:
@@ -99,17 +100,22 @@ def chained(parts: Sequence[Labelled]) -> Labelled | None:
             return None
         offsets.append(total)
         total += n
+    starts = [[(label, q + base) for p, label, q in edges if p == 0] for (_, edges, _), base in zip(parts, offsets)]
     out: list[tuple[int, ByteDFA, int]] = []
-    for i, (_, edges, accepting) in enumerate(parts):
-        base = offsets[i]
+    final: list[int] = []
+    for i, ((_, edges, accepting), base) in enumerate(zip(parts, offsets)):
         out.extend((p + base, label, q + base) for p, label, q in edges)
-        if i + 1 < len(parts):
-            _, next_edges, next_accepting = parts[i + 1]
-            if 0 in next_accepting:
-                return None
-            starts = [(label, q + offsets[i + 1]) for p, label, q in next_edges if p == 0]
-            out.extend((a + base, label, q) for a in accepting for label, q in starts)
-    return total, out, tuple(q + offsets[-1] for q in parts[-1][2])
+        following: list[tuple[ByteDFA, int]] = []
+        j = i + 1
+        while j < len(parts):
+            following += starts[j]
+            if 0 not in parts[j][2]:
+                break
+            j += 1
+        out.extend((a + base, label, q) for a in accepting for label, q in following)
+        if j == len(parts):
+            final.extend(a + base for a in accepting)
+    return total, out, tuple(final)
 
 
 def _trie(labels: tuple[ByteDFA, ...]) -> tuple[np.ndarray, np.ndarray] | None:

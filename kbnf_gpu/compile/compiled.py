@@ -19,7 +19,7 @@ from ..budget import compile_budget
 from ..config import CompileConfig
 from ..frontends import parse_grammar
 from ..normalize import BnfGrammar, normalize
-from ..runtime.caches import GenerationalCache
+from ..caches import GenerationalCache
 from ..runtime.earley import DEAD, EarleyParser, ParserState
 from ..runtime.masks import Mask, MaskBuilder
 from ..runtime.reference_mask import SortedTokens, reference_allowed

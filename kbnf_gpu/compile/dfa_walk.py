@@ -33,7 +33,7 @@ from typing import Protocol
 import numpy as np
 
 from ..automata.dfa import moore_snapshots
-from ..runtime.caches import lru_get
+from ..caches import lru_get
 from .token_sets import ids_to_bits
 from .token_trie import TokenTrie
 

@@ -37,7 +37,7 @@ from ..automata.dfa import ByteDFA
 from ..budget import Budget, current_budget
 from ..errors import DFATooLarge
 from ..normalize import BnfGrammar
-from ..runtime.caches import GenerationalCache
+from ..caches import GenerationalCache
 from ..runtime.masks import repeated_terminals
 from .dfa_walk import chain_literal, has_heavy_state, walk_width
 from .row_store import EMPTY_REF, RowStore

@@ -57,7 +57,7 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 
 from ..normalize import BnfGrammar
-from .caches import GenerationalCache, WeakTable
+from ..caches import GenerationalCache, WeakTable
 
 SELF = 0  # the origin of an item predicted in the set being built
 _TOP_UID, _ANY_UID = 1, 2

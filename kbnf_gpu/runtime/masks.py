@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Callable
 import numpy as np
 
 from ..compile.token_sets import unique_sorted
-from .caches import GenerationalCache
+from ..caches import GenerationalCache
 from .earley import ANY, DEAD, DEAD_UNKNOWN, EarleyParser, ParserState, rule_positions
 
 if TYPE_CHECKING:  # pragma: no cover
