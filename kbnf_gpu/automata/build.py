@@ -191,7 +191,7 @@ class _Packed:
         return self.table.nbytes + 256
 
     def unpacked(self) -> ByteDFA:
-        dfa = ByteDFA(self.table[:, self.class_of_byte], self.accepting)
+        dfa = ByteDFA.adopt(np.take(self.table, self.class_of_byte, axis=1), self.accepting)
         dfa.__dict__["fingerprint"] = self.fingerprint  # ``cached_property``: the arrays are the ones it hashed
         return dfa
 

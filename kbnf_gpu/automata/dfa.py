@@ -48,6 +48,17 @@ class ByteDFA:
         object.__setattr__(self, "transitions", t)
         object.__setattr__(self, "accepting", a)
 
+    @classmethod
+    def adopt(cls, transitions: np.ndarray, accepting: np.ndarray) -> "ByteDFA":
+        """A DFA over arrays that nothing else holds (int32 ``[n, 256]``, bool ``[n]``), taken without a copy."""
+        assert transitions.dtype == np.int32 and transitions.flags.c_contiguous and accepting.dtype == bool
+        dfa = object.__new__(cls)
+        transitions.setflags(write=False)
+        accepting.setflags(write=False)
+        object.__setattr__(dfa, "transitions", transitions)
+        object.__setattr__(dfa, "accepting", accepting)
+        return dfa
+
     @property
     def n_states(self) -> int:
         return int(self.transitions.shape[0])
@@ -336,35 +347,56 @@ def _row_classes(sig: np.ndarray) -> np.ndarray:
 _ROW_WEIGHTS = np.random.default_rng(1).integers(1, 1 << 62, size=258, dtype=np.int64)
 
 
+_WIDE_WAVE = 8  # states of one height classed by one ``unique`` over their rows (fewer: one by one, in a dict)
+
+
 def height_classes(table: np.ndarray, accepting: np.ndarray) -> np.ndarray:
     """Labels for the states of the trimmed ``table`` (``[n, k]``, -1 dead): exact classes of the states with no
     loop ahead (a finite language), and for the others (an infinite language: never equivalent to the first)
-    their acceptance. The first are classed after all their successors (reverse topological order): two are
-    equivalent iff they accept alike and move alike into equivalent states, so a state's class is the key
-    (acceptance, its live moves with their targets' classes), interned. One pass over the moves, where Moore
-    needs a round per symbol of the longest string that tells two states apart (Revuz's algorithm)."""
+    their acceptance. The first are classed height by height (the longest string they accept; a wave: the
+    states whose successors are all classed), each after all its successors: two are equivalent iff they
+    accept alike and move alike into equivalent states, so a state's class is the key (acceptance, its row of
+    successors' classes), and equivalent states have one height (Revuz's algorithm). A wide wave (a trie of
+    many code points: hundreds of states per height) is classed by one ``unique`` over its rows, a narrow one
+    (a counter's chain) state by state."""
     n = table.shape[0]
-    sources, symbols = np.nonzero(table >= 0)  # row-major: each state's moves together, in symbol order
-    targets = table[sources, symbols].tolist()
-    bounds = np.searchsorted(sources, np.arange(n + 1)).tolist()
-    symbols = symbols.tolist()
-    preds: list[list[int]] = [[] for _ in range(n)]
-    for s, t in zip(sources.tolist(), targets):
-        preds[t].append(s)
-    waiting = [bounds[s + 1] - bounds[s] for s in range(n)]  # moves into states not classed yet
-    accept = np.asarray(accepting, dtype=bool).tolist()
-    labels = [-1] * n
-    ids: dict[tuple, int] = {}
-    order = [s for s in range(n) if not waiting[s]]
-    for s in order:
-        key = (accept[s], *[x for i in range(bounds[s], bounds[s + 1]) for x in (symbols[i], labels[targets[i]])])
-        labels[s] = ids.setdefault(key, len(ids))
-        for p in preds[s]:
-            waiting[p] -= 1
-            if not waiting[p]:
-                order.append(p)
-    count = len(ids)
-    return np.array([label if label >= 0 else count + a for label, a in zip(labels, accept)], dtype=np.int64)
+    sources, symbols = np.nonzero(table >= 0)
+    targets = table[sources, symbols]
+    by_target = np.argsort(targets, kind="stable")
+    preds = sources[by_target]  # each state's predecessors together (one per move into it)
+    pred_bounds = np.searchsorted(targets[by_target], np.arange(n + 1))
+    preds_l, pred_bounds_l = preds.tolist(), pred_bounds.tolist()
+    waiting = np.bincount(sources, minlength=n)  # moves into states not classed yet
+    labels = np.full(n + 1, -1, dtype=np.int64)  # [n]: the dead state, where -1 in the table points
+    accept = np.asarray(accepting, dtype=np.int64)
+    accept_l = accept.tolist()
+    wave = np.flatnonzero(waiting == 0).tolist()
+    count = 0
+    while wave:
+        if len(wave) < _WIDE_WAVE:
+            ids: dict[tuple, int] = {}
+            later = []
+            for s in wave:
+                labels[s] = count + ids.setdefault((accept_l[s], labels[table[s]].tobytes()), len(ids))
+                for p in preds_l[pred_bounds_l[s]:pred_bounds_l[s + 1]]:
+                    waiting[p] -= 1
+                    if not waiting[p]:
+                        later.append(p)
+            count += len(ids)
+            wave = later
+            continue
+        at = np.array(wave)
+        rows = np.ascontiguousarray(np.column_stack((accept[at], labels[table[at]])))
+        _, inverse = np.unique(rows.view(np.dtype((np.void, rows.itemsize * rows.shape[1]))).ravel(),
+                               return_inverse=True)
+        labels[at] = count + inverse.reshape(-1)
+        count += int(inverse.max()) + 1
+        starts = pred_bounds[at]
+        lengths = pred_bounds[at + 1] - starts
+        into = preds[np.repeat(starts - np.cumsum(lengths) + lengths, lengths) + np.arange(int(lengths.sum()))]
+        np.subtract.at(waiting, into, 1)
+        wave = np.unique(into[waiting[into] == 0]).tolist()
+    return np.where(labels[:n] >= 0, labels[:n], count + accept)
 
 
 def minimal_classes(table: np.ndarray, accepting: np.ndarray) -> np.ndarray:
@@ -443,20 +475,23 @@ def _hopcroft(T: np.ndarray, labels: list[int]) -> list[int]:
     return block_of
 
 
-def finalize(table: np.ndarray, accepting: np.ndarray, class_of_byte: np.ndarray, start: int = 0) -> ByteDFA:
-    """Trim, minimize and canonically renumber a class-compressed DFA."""
+def finalize(table: np.ndarray, accepting: np.ndarray, class_of_byte: np.ndarray, start: int = 0,
+             trimmed: bool = False) -> ByteDFA:
+    """Trim, minimize and canonically renumber a class-compressed DFA (``trimmed``: the caller knows every
+    state is reachable and reaches acceptance)."""
     n = table.shape[0]
     if n == 0:
         return empty_dfa()
-    live = _live_states(table, accepting, start)
-    if not live[start]:
-        return empty_dfa()
-    old = np.flatnonzero(live)
-    remap = np.full(n + 1, -1, dtype=np.int64)
-    remap[old] = np.arange(len(old))
-    table = remap[table[old]]  # -1 (dead) indexes remap[-1] == -1
-    accepting = accepting[old]
-    start = int(remap[start])
+    if not trimmed:
+        live = _live_states(table, accepting, start)
+        if not live[start]:
+            return empty_dfa()
+        old = np.flatnonzero(live)
+        remap = np.full(n + 1, -1, dtype=np.int64)
+        remap[old] = np.arange(len(old))
+        table = remap[table[old]]  # -1 (dead) indexes remap[-1] == -1
+        accepting = accepting[old]
+        start = int(remap[start])
     block = minimal_classes(table, accepting)
     n_blocks = int(block.max()) + 1
     rep = np.zeros(n_blocks, dtype=np.int64)

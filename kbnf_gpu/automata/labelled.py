@@ -80,8 +80,25 @@ def labelled_dfa(
             np.maximum(_LEAF - trie, 0)]))
     final = np.zeros(total, dtype=bool)
     final[[offset[q] for q in accepting if q in offset]] = True
-    dfa = finalize(table, final, class_of_byte.reshape(-1))
-    return dfa
+    # a trie's every state leads to a leaf (each label's DFA is trimmed), so where every state reached reaches
+    # an accepting one, so does every byte state: no trimming
+    return finalize(table, final, class_of_byte.reshape(-1), trimmed=_reach_acceptance(order, leaving, accepting))
+
+
+def _reach_acceptance(states: list[int], leaving: list[list[tuple[ByteDFA, int]]], accepting: Sequence[int]) -> bool:
+    """Whether each of ``states`` (closed under ``leaving``'s moves) reaches one of ``accepting``."""
+    into: dict[int, list[int]] = {q: [] for q in states}
+    for p in states:
+        for _, q in leaving[p]:
+            into[q].append(p)
+    seen = {q for q in accepting if q in into}
+    work = list(seen)
+    while work:
+        for p in into[work.pop()]:
+            if p not in seen:
+                seen.add(p)
+                work.append(p)
+    return len(seen) == len(states)
 
 
 Labelled = tuple[int, Sequence[tuple[int, ByteDFA, int]], Sequence[int]]  # (states, edges, accepting states)
