@@ -155,9 +155,9 @@ class _LookBodies:
         )
 
 
-_BODY_CACHE: dict[tuple, ByteDFA] = {}
+_BODY_CACHE: dict[tuple, _Packed] = {}
 _BODY_CACHE_SIZE = 256
-_LABEL_CACHE: dict[tuple, ByteDFA] = {}  # an automaton edge's label -> its DFA (``_labels_determinized``)
+_LABEL_CACHE: dict[tuple, _Packed] = {}  # an automaton edge's label -> its DFA (``_labels_determinized``)
 _LABEL_CACHE_SIZE = 1024
 
 
@@ -397,7 +397,7 @@ def build_dfa(terminal: ir.Terminal, *, max_states: int = DEFAULT_MAX_STATES) ->
 
 # The same terminals recur across grammars (a JSON Schema's integers, strings,
 # punctuation with whitespace) and their DFAs are immutable, so share them.
-_FLAT_CACHE: dict[tuple, ByteDFA] = {}
+_FLAT_CACHE: dict[tuple, _Packed] = {}
 _FLAT_CACHE_SIZE = 4096
 
 
@@ -573,7 +573,7 @@ def repeat_copies(item: ByteDFA, copies: int) -> ByteDFA | None:
 # The same combinations recur across grammars (every JSON Schema fuses its keys
 # with the same whitespace-and-colon, its values with the same comma): results
 # (and refusals) keyed by the parts' fingerprints, bounded.
-_COMBINED_CACHE: dict[tuple, ByteDFA | DFATooLarge] = {}
+_COMBINED_CACHE: dict[tuple, _Packed | DFATooLarge] = {}
 _COMBINED_CACHE_SIZE = 4096
 
 
