@@ -25,12 +25,15 @@ from kbnf_gpu.normalize import normalize
 from kbnf_gpu.runtime.earley import EarleyParser
 
 CONFIG = CompileConfig(time_budget_s=8.0)
+# what the served cases check is their grammar, not their speed (benchmarks time that): a loaded test machine
+# must not turn the ~4 s of the slowest into a budget error
+SERVED_CONFIG = CompileConfig(time_budget_s=60.0)
 
 
-def build(schema: Any, front_end_only: bool = False, **opts: Any) -> Any:
-    with compile_budget(CONFIG):
+def build(schema: Any, front_end_only: bool = False, config: CompileConfig = CONFIG, **opts: Any) -> Any:
+    with compile_budget(config):
         g = parse_grammar(schema, "json_schema", **opts)
-        return g if front_end_only else normalize(g, CONFIG.normalize_config("json_schema"))
+        return g if front_end_only else normalize(g, config.normalize_config("json_schema"))
 
 
 def status(bnf: Any, text: str) -> str:
@@ -163,7 +166,7 @@ SERVED = [
 def test_hostile_but_legal_schema_is_served(schema: Any, good: list[str], bad: list[str]) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", JsonSchemaWarning)
-        bnf = build(schema)
+        bnf = build(schema, config=SERVED_CONFIG)
     for text in good:
         assert status(bnf, text) == "complete", text
     for text in bad:

@@ -15,7 +15,7 @@ from functools import cached_property
 import numpy as np
 
 from ..budget import current_budget
-from .nfa import NFA
+from .nfa import NFA, reached
 
 
 class StateLimit(Exception):
@@ -204,14 +204,7 @@ def determinize(nfa: NFA, start: int, accept: int, max_states: int) -> tuple[np.
     eps = nfa.eps
 
     def closure(seeds) -> frozenset:
-        seen = set(seeds)
-        stack = list(seen)
-        while stack:
-            for t in eps[stack.pop()]:
-                if t not in seen:
-                    seen.add(t)
-                    stack.append(t)
-        return frozenset(seen)
+        return frozenset(reached(seeds, eps))
 
     first = closure([start])
     ids = {first: 0}

@@ -20,7 +20,7 @@ import numpy as np
 
 from ..budget import current_budget
 from .dfa import ByteDFA, StateLimit, finalize
-from .nfa import well_formed
+from .nfa import reached, well_formed
 
 _LEAF = -2  # a trie entry ``_LEAF - i``: label ``i`` has read one whole spelling (its next state's root)
 _TRIE_CACHE: dict[tuple[str, ...], tuple | None] = {}  # the labels' fingerprints -> their trie and byte classes
@@ -91,14 +91,7 @@ def _reach_acceptance(states: list[int], leaving: list[list[tuple[ByteDFA, int]]
     for p in states:
         for _, q in leaving[p]:
             into[q].append(p)
-    seen = {q for q in accepting if q in into}
-    work = list(seen)
-    while work:
-        for p in into[work.pop()]:
-            if p not in seen:
-                seen.add(p)
-                work.append(p)
-    return len(seen) == len(states)
+    return len(reached((q for q in accepting if q in into), into)) == len(states)
 
 
 Labelled = tuple[int, Sequence[tuple[int, ByteDFA, int]], Sequence[int]]  # (states, edges, accepting states)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
-from typing import Callable, Sequence, Union
+from typing import Callable, Iterable, Mapping, Sequence, Union
 
 import numpy as np
 
@@ -355,6 +355,18 @@ def _merged_repeat(node: ir.Repeat) -> ir.Repeat:
             break
         node = ir.Repeat(inner.item, node.min * inner.min, None)
     return node
+
+
+def reached(seeds: Iterable[int], moves: Sequence[Iterable[int]] | Mapping[int, Iterable[int]]) -> set[int]:
+    """``seeds`` and every state reachable from them along ``moves[state]`` (a negative entry: no move)."""
+    seen = set(seeds)
+    work = list(seen)
+    while work:
+        for t in moves[work.pop()]:
+            if t >= 0 and t not in seen:
+                seen.add(t)
+                work.append(t)
+    return seen
 
 
 def well_formed(n_states: int, edges: Sequence[tuple[int, object, int]], accepting: Sequence[int]) -> bool:

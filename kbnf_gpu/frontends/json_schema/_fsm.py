@@ -14,6 +14,7 @@ from typing import Iterable, Optional
 import numpy as np
 
 from ...automata.dfa import minimal_classes
+from ...automata.nfa import reached
 from ...budget import current_budget
 from ...errors import GrammarError
 from ...ir import Alternation, Automaton, CharClass, Concat, Literal, Repeat
@@ -104,14 +105,7 @@ class _NFA:
         return s, t
 
     def closure(self, states: Iterable[int]) -> frozenset[int]:
-        seen = set(states)
-        stack = list(seen)
-        while stack:
-            for n in self.eps[stack.pop()]:
-                if n not in seen:
-                    seen.add(n)
-                    stack.append(n)
-        return frozenset(seen)
+        return frozenset(reached(states, self.eps))
 
 
 def _numbered(index: dict, order: list, key, what: str) -> int:
@@ -242,23 +236,10 @@ def trim(d: DFA) -> Optional[DFA]:
         for t in row:
             if t >= 0:
                 rev[t].append(p)
-    live = {q for q in range(d.n) if d.accept[q]}
-    stack = list(live)
-    while stack:
-        for p in rev[stack.pop()]:
-            if p not in live:
-                live.add(p)
-                stack.append(p)
+    live = reached((q for q in range(d.n) if d.accept[q]), rev)
     if 0 not in live:
         return None
-    reach = {0}
-    stack = [0]
-    while stack:
-        for t in d.trans[stack.pop()]:
-            if t >= 0 and t in live and t not in reach:
-                reach.add(t)
-                stack.append(t)
-    keep = sorted(reach)
+    keep = sorted(reached([0], d.trans) & live)  # a path to a live state passes live states only
     new = {q: i for i, q in enumerate(keep)}
     trans = [[new.get(t, -1) if t >= 0 else -1 for t in d.trans[q]] for q in keep]
     return DFA(d.symbols, trans, [d.accept[q] for q in keep])
