@@ -1046,3 +1046,9 @@ def test_dfa_memo_keeps_the_recently_used_within_its_bounds(monkeypatch):
     assert np.array_equal(again.transitions, expected[0]) and np.array_equal(again.accepting, expected[1])
     assert again.fingerprint == expected[2] == regexpr_to_dfa(ir.Literal(b"xx")).fingerprint
     assert again.matches(b"xx") and not again.matches(b"x")
+    # the empty language (a lookahead's body that matches nothing) round-trips too: 0 states, 256 columns
+    from kbnf_gpu.automata.dfa import empty_dfa
+
+    nothing = build._Packed.of(empty_dfa()).unpacked()
+    assert nothing.transitions.shape == (0, 256) and nothing.fingerprint == empty_dfa().fingerprint
+    assert build.complement_bytes(nothing).matches(b"anything")

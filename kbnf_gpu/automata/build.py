@@ -11,7 +11,7 @@ from .. import ir
 from ..errors import DFATooLarge, GrammarError
 from ..caches import WeakTable
 from . import kinds
-from .dfa import ByteDFA, StateLimit, determinize, finalize, from_table
+from .dfa import ByteDFA, StateLimit, byte_columns, determinize, finalize, from_table
 from .guarded import AT_START, OTHER, determinize_guarded
 from .labelled import Labelled, chained, labelled_dfa
 from .nfa import NFA, DFALeaf, InvalidExpr, NFATooLarge, Node, WordTooLong
@@ -180,11 +180,8 @@ class _Packed:
 
     @staticmethod
     def of(dfa: ByteDFA) -> "_Packed":
-        columns = np.ascontiguousarray(dfa.transitions.T)
-        keys = columns.view(np.dtype((np.void, columns.itemsize * columns.shape[1]))).ravel()
-        _, first, class_of_byte = np.unique(keys, return_index=True, return_inverse=True)
-        return _Packed(columns[first].T.copy(), class_of_byte.reshape(-1).astype(np.uint8), dfa.accepting,
-                       dfa.fingerprint)
+        table, class_of_byte = byte_columns(dfa.transitions)
+        return _Packed(table, class_of_byte.astype(np.uint8), dfa.accepting, dfa.fingerprint)
 
     @property
     def nbytes(self) -> int:

@@ -529,8 +529,17 @@ def from_table(transitions: np.ndarray, accepting: np.ndarray, start: int = 0) -
     accepting = np.asarray(accepting, dtype=bool)
     if transitions.shape[0] == 0:
         return empty_dfa()
+    table, class_of_byte = byte_columns(transitions)
+    return finalize(table, accepting, class_of_byte, start)
+
+
+def byte_columns(transitions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A 256-column table as ``(table[n, k], class_of_byte[256])``: one column per class of bytes with equal
+    columns, ``table[:, class_of_byte]`` being the full table again."""
+    if transitions.shape[0] == 0:  # no states: one class (a key of no bytes would make none)
+        return np.zeros((0, 1), dtype=transitions.dtype), np.zeros(256, dtype=np.int64)
     columns = np.ascontiguousarray(transitions.T)
-    # bytes with equal columns form a class: unique over each column's bytes (``axis=0`` sorts far slower)
+    # unique over each column's bytes (``axis=0`` sorts far slower)
     keys = columns.view(np.dtype((np.void, columns.itemsize * columns.shape[1]))).ravel()
     _, first, class_of_byte = np.unique(keys, return_index=True, return_inverse=True)
-    return finalize(columns[first].T.copy(), accepting, class_of_byte.reshape(-1), start)
+    return columns[first].T.copy(), class_of_byte.reshape(-1)
