@@ -340,6 +340,15 @@ def _row_classes(sig: np.ndarray) -> np.ndarray:
 _ROW_WEIGHTS = np.random.default_rng(1).integers(1, 1 << 62, size=258, dtype=np.int64)
 
 
+def expand_ranges(lo: np.ndarray, count: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For ranges ``[lo[i], lo[i] + count[i])``: (owner i, value) of every element (int64)."""
+    count = np.asarray(count, dtype=np.int64)
+    owner = np.repeat(np.arange(count.shape[0], dtype=np.int64), count)
+    values = np.repeat(np.asarray(lo, dtype=np.int64) - np.cumsum(count) + count, count)
+    values += np.arange(values.shape[0], dtype=np.int64)
+    return owner, values
+
+
 _WIDE_WAVE = 8  # states of one height classed by one ``unique`` over their rows (fewer: one by one, in a dict)
 
 
@@ -384,9 +393,7 @@ def height_classes(table: np.ndarray, accepting: np.ndarray) -> np.ndarray:
                                return_inverse=True)
         labels[at] = count + inverse.reshape(-1)
         count += int(inverse.max()) + 1
-        starts = pred_bounds[at]
-        lengths = pred_bounds[at + 1] - starts
-        into = preds[np.repeat(starts - np.cumsum(lengths) + lengths, lengths) + np.arange(int(lengths.sum()))]
+        into = preds[expand_ranges(pred_bounds[at], pred_bounds[at + 1] - pred_bounds[at])[1]]
         np.subtract.at(waiting, into, 1)
         wave = np.unique(into[waiting[into] == 0]).tolist()
     return np.where(labels[:n] >= 0, labels[:n], count + accept)

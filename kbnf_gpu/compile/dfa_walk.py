@@ -32,7 +32,7 @@ from typing import Protocol
 
 import numpy as np
 
-from ..automata.dfa import moore_snapshots
+from ..automata.dfa import expand_ranges, moore_snapshots
 from ..caches import lru_get
 from .token_sets import ids_to_bits
 from .token_trie import TokenTrie
@@ -46,15 +46,6 @@ class DFALike(Protocol):
 
     @property
     def fingerprint(self) -> str: ...
-
-
-def expand_ranges(lo: np.ndarray, count: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """For ranges ``[lo[i], lo[i] + count[i])``: (owner i, value) of every element (int64)."""
-    count = np.asarray(count, dtype=np.int64)
-    owner = np.repeat(np.arange(count.shape[0], dtype=np.int64), count)
-    values = np.repeat(np.asarray(lo, dtype=np.int64) - np.cumsum(count) + count, count)
-    values += np.arange(values.shape[0], dtype=np.int64)
-    return owner, values
 
 
 def _expand32(lo: np.ndarray, count: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

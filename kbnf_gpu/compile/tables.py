@@ -20,12 +20,12 @@ from typing import Union
 
 import numpy as np
 
+from ..automata.dfa import expand_ranges
 from .dfa_walk import (
     AcceptEvents,
     DFALike,
     WalkResult,
     accept_events,
-    expand_ranges,
     first_bytes,
     lexeme_ends,
     lexeme_start_count,
