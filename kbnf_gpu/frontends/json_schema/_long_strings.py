@@ -138,7 +138,7 @@ def _one_lexeme_states() -> int:
 
 
 def _thread_chunks(b: "Builder", d: DFA, lo: int, hi: Optional[int], sizes: tuple[int, ...],
-                   bounded_rest: bool = False, boundaries: int = MAX_THREAD_BOUNDARIES) -> Optional[ir.Expr]:
+                   bounded_rest: bool = False, boundaries: Optional[int] = None) -> Optional[ir.Expr]:
     """``_thread`` with the first chunk size of ``sizes`` whose lexemes stay small (``None``: none does)."""
     for C in sizes:
         try:
@@ -168,7 +168,7 @@ FREE = -1  # the chunk count of a rule whose rest neither bound still reaches: o
 
 
 def _thread(b: "Builder", d: DFA, lo: int, hi: Optional[int], C: int, bounded_rest: bool = False,
-            boundaries: int = MAX_THREAD_BOUNDARIES) -> ir.Expr:
+            boundaries: Optional[int] = None) -> ir.Expr:
     """Rules ``(automaton state p, chunks so far j)``. Once the lower bound is met (``j >= J``, no upper bound)
     the rest from ``p`` is one tail lexeme, or with ``bounded_rest`` a tail of fewer than ``C`` code points
     or a chunk and the rest again (lexemes that stay small however far the automaton counts). With an upper
@@ -177,6 +177,7 @@ def _thread(b: "Builder", d: DFA, lo: int, hi: Optional[int], C: int, bounded_re
     ``maxLength``, not at each of its ``maxLength / C`` counts."""
     shortest, longest, reach = _residual_lengths(d)
     small = _one_lexeme_states()
+    boundaries = MAX_THREAD_BOUNDARIES if boundaries is None else boundaries  # read at the call, not at import
     # an accepting state that only loops to itself: the rest from it is a counted string of its class
     sink = [bool(d.accept[q]) and q in d.trans[q] and all(t in (-1, q) for t in d.trans[q]) for q in range(d.n)]
     J = -(-lo // C) if hi is None else None
