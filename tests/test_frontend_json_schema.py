@@ -1427,6 +1427,28 @@ def test_pattern_chunked_only_past_what_max_dfa_states_holds() -> None:
     assert rules(password, 10_000) > 10 and rules(password, 20_000) <= 2
     assert rules("^.{10,60}$", 10_000) <= 2 and rules("^.{10,60}$", 20_000) <= 2
 
+@needs_check
+def test_ascii_pattern_past_the_estimate_is_one_lexeme_when_it_fits() -> None:
+    """An ASCII pattern whose code-point automaton passes ``max_dfa_states / BYTE_STATES_PER_STATE`` is still one
+    lexeme when its byte automaton fits (a Secrets Manager ARN: 585 code-point states, built from the
+    automaton); one that does not fit (an AWS name with a 10-character suffix) is chunked. Both stay exact
+    around their counts."""
+    secret = r"^arn:aws(|-cn|-us-gov):secretsmanager:[a-z0-9-]{1,20}:([0-9]{12}|):secret:[a-zA-Z0-9!/_+=.@-]{1,512}$"
+    chk, v = Checker({"type": "string", "pattern": secret}), validator({"type": "string", "pattern": secret})
+    assert len(chk.grammar.rules) <= 2  # one lexeme, not chunk rules
+    for region in ("", "a", "us-east-1", "r" * 20, "r" * 21):
+        for account in ("", "123456789012", "12345678901"):
+            for n in (0, 1, 17, 511, 512, 513):
+                s = f"arn:aws-cn:secretsmanager:{region}:{account}:secret:" + "a/+=.@-"[: min(n, 7)] + "b" * max(0, n - 7)
+                assert chk.complete(json.dumps(s)) == v.is_valid(s), (region, account, n)
+    named = r"^[a-zA-Z][a-zA-Z0-9-_]{0,99}-[a-zA-Z0-9]{10}$"
+    chk, v = Checker({"type": "string", "pattern": named}), validator({"type": "string", "pattern": named})
+    assert len(chk.grammar.rules) > 2  # chunks
+    for n in (0, 1, 15, 16, 17, 98, 99, 100):
+        for s in ("a" + "b" * n + "-0123456789", "a" + "-" * n + "-abcdefghij", "a" + "b" * n + "-012345678_"):
+            assert chk.complete(json.dumps(s)) == v.is_valid(s), s
+
+
 def test_far_counting_pattern_compiles_where_one_lexeme_would_not() -> None:
     """``^(ab|cd|ef|gh){1,300}$`` as one lexeme passes ``max_dfa_states`` (every code point also an escape);
     in chunks it compiles, and the count stays exact."""

@@ -362,7 +362,7 @@ def as_expr(d: Optional[DFA]) -> Rx:
     factors, deterministic but for the JSON escapes of its labels."""
     if d is None:
         return None
-    if d.n <= MAX_EXPR_STATES and not _spells_wide(d):
+    if d.n <= MAX_EXPR_STATES and not spells_wide(d):
         edges = sum(len({t for t in row if t >= 0}) for row in d.trans)
         try:
             return to_regex(d, 4 * edges + 32)
@@ -371,7 +371,7 @@ def as_expr(d: Optional[DFA]) -> Rx:
     return automaton_expr(d)
 
 
-def _spells_wide(d: DFA) -> bool:
+def spells_wide(d: DFA) -> bool:
     """Does ``d`` read code points past ASCII? Each such class, spelled in bytes (UTF-8 of 2-4 bytes, and
     ``\\uXXXX`` escapes, astral ones in pairs), is a DFA of tens to hundreds of states (``[\\p{L}\\p{N}\\p{P}...]``:
     797): as an automaton, its byte DFA is built as tries side by side (``automata.labelled``), which also fails

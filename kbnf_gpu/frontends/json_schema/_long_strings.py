@@ -17,7 +17,9 @@
   (``^(ab|cd|ef|gh){1,300}$``) threaded the same way, with a rest of fewer
   than ``C`` code points, when as one lexeme its byte automaton (every code
   point also as an escape) would pass ``max_dfa_states`` (estimated at
-  ``BYTE_STATES_PER_STATE`` per code-point state). Smaller ones
+  ``BYTE_STATES_PER_STATE`` per code-point state; for an automaton that
+  reads ASCII alone, ``ASCII_BYTE_STATES_PER_STATE``, and one lexeme built
+  from the automaton is tried first, kept where it fits). Smaller ones
   (``^.{10,60}$``: 61 code-point states, 1,683 byte states) stay one lexeme:
   chunk boundaries cost their first instances more token steps across
   lexemes than the one lexeme's rows do (measured: 330 vs 143 ms; a password
@@ -34,7 +36,7 @@ from typing import TYPE_CHECKING, Callable, Optional
 from ... import ir
 from ...budget import current_budget
 from ._fsm import (DFA, PathLanguages, TooLarge, as_expr, automaton_expr, canonical_key, intersection_dfa, paths_dfa,
-                   to_regex)
+                   spells_wide, to_regex)
 from ._rx import Rx, lit, seq
 from ._scalars import QUOTE, string_piece, string_terminal
 from ._strings import encode
@@ -54,8 +56,13 @@ MAX_THREAD_BOUNDARIES = 2_000
 # ``MAX_THREAD_TERMINALS`` and ``MAX_THREAD_STATES``
 MAX_LAST_RESORT_BOUNDARIES = 5_000
 # byte automaton states per code-point state of a pattern as one lexeme (every code point also an escape;
-# measured 6-30): a pattern whose code-point automaton passes ``max_dfa_states`` / this is chunked
+# measured 6-30): a pattern whose code-point automaton passes ``max_dfa_states`` / this is chunked, unless
+# it reads ASCII alone (below)
 BYTE_STATES_PER_STATE = 32
+# the same for an automaton that reads ASCII alone (an escape of each code point is a few states shared by many:
+# an AWS name with a 10-character suffix, ``[a-zA-Z][a-zA-Z0-9-_]{0,99}-[a-zA-Z0-9]{10}``, 8.1-8.4, measured
+# minimized; ``(ab|cd|ef|gh){1,300}`` 6.0): up to ``max_dfa_states`` / this, one lexeme is tried before chunks
+ASCII_BYTE_STATES_PER_STATE = 8
 # a chunk lexeme: at most this many code-point automaton states (x 25-45 in bytes with its escapes), or else a
 # regular expression of at most this many nodes; or shorter chunks
 MAX_CHUNK_STATES = 64
@@ -128,6 +135,16 @@ def chunked_pattern(b: "Builder", langs: list[Rx], lo: int, hi: Optional[int]) -
         return None
     if d is None or d.n <= big:
         return None
+    if lo == 0 and hi is None and d.n * ASCII_BYTE_STATES_PER_STATE <= big * BYTE_STATES_PER_STATE \
+            and not spells_wide(d):
+        # one lexeme, built from the automaton as tries side by side (``automata.labelled``; an ASCII one too
+        # large fails within ~0.1 s: an AWS name with a 10-character suffix, 1,205 code-point states): a Secrets
+        # Manager ARN ending in ``[a-zA-Z0-9!/_+=.@-]{1,512}`` (585 code-point states) takes 63-199 ms where its
+        # chunks took 346-832 ms, an EventBridge rule's ARN with ``{1,1024}`` (1,091) 218 where they took 413;
+        # one lexeme also serves the first instances better than chunks (above)
+        whole = b.string_term(automaton_expr(d))
+        if b.fits(whole):
+            return whole
     # chunks of a code point or two would make most tokens cross lexemes: one big lexeme serves better
     return _thread_chunks(b, d, lo, hi, (STRING_CHUNK, 8, 4), bounded_rest=True)
 
