@@ -428,11 +428,13 @@ class PathLanguages:
     """The languages of bounded-length paths through one automaton ``d`` (strings of ``lo`` to ``hi`` symbols
     from a state into a set of states), each a node of one hash-consed DAG shared by all of them.
 
-    A node is ``(accepts, its children's nodes per symbol)``, interned, so two nodes are one exactly when their
-    languages are equal (by induction on the length left): a node's id is a canonical key of its language, and
-    the nodes under it are its minimal automaton, with no subset construction or minimization. A chunked
-    string asks for thousands of these (``format: hostname`` with ``maxLength: 255``: 2,097 chunk languages of
-    8 code points from each of 125 states), and most share their tails.
+    A node is ``(accepts, its children)``, the children a sorted tuple of ``(child node, bitmask of the symbols
+    that lead to it)`` without the empty language, interned, so two nodes are one exactly when their languages
+    are equal (by induction on the length left): a node's id is a canonical key of its language, and the nodes
+    under it are its minimal automaton, with no subset construction or minimization. A chunked string asks for
+    thousands of these (``format: hostname`` with ``maxLength: 255``: 2,097 chunk languages of 8 code points
+    from each of 125 states), and most share their tails. A node is made from the few distinct successors of
+    its state (an automaton over a dozen symbol classes has two or three), not from one child per symbol.
     """
 
     EMPTY = -1
@@ -440,15 +442,22 @@ class PathLanguages:
     def __init__(self, d: DFA) -> None:
         self.d = d
         self._ids: dict[tuple, int] = {}
-        self._nodes: list[tuple[bool, tuple[int, ...]]] = []
+        self._nodes: list[tuple[bool, tuple[tuple[int, int], ...]]] = []
         self._memo: dict[frozenset, dict[tuple[int, int, int], int]] = {}
         self._dfas: dict[int, DFA] = {}
+        self._successors: list[tuple[tuple[int, int], ...]] = []  # per state: (successor, its symbols' bitmask)
+        for row in d.trans:
+            masks: dict[int, int] = {}
+            for sym, t in enumerate(row):
+                if t >= 0:
+                    masks[t] = masks.get(t, 0) | 1 << sym
+            self._successors.append(tuple(masks.items()))
 
     def root(self, start: int, lo: int, hi: int, targets: set[int]) -> int:
         """The node of the strings of ``lo`` to ``hi`` symbols leading ``d`` from ``start`` into ``targets``
         (``EMPTY`` if there are none)."""
         memo = self._memo.setdefault(frozenset(targets), {})
-        trans, ids, nodes = self.d.trans, self._ids, self._nodes
+        successors, ids, nodes = self._successors, self._ids, self._nodes
         first = (start, lo, hi)
         stack = [first]
         while stack:
@@ -457,17 +466,21 @@ class PathLanguages:
                 stack.pop()
                 continue
             s, need, room = key
-            children: tuple[int, ...] = ()
+            children: tuple[tuple[int, int], ...] = ()
             if room:
-                below = [None if t < 0 else (t, need - 1 if need else 0, room - 1) for t in trans[s]]
-                missing = [k for k in below if k is not None and k not in memo]
+                down_need, down_room = need - 1 if need else 0, room - 1
+                missing = [(t, down_need, down_room) for t, _ in successors[s]
+                           if (t, down_need, down_room) not in memo]
                 if missing:
                     stack.extend(missing)
                     continue
-                children = tuple([-1 if k is None else memo[k] for k in below])
+                by_child: dict[int, int] = {}
+                for t, symbols in successors[s]:
+                    child = memo[(t, down_need, down_room)]
+                    if child != self.EMPTY:  # successors with one language share a child: their symbols merge
+                        by_child[child] = by_child.get(child, 0) | symbols
+                children = tuple(sorted(by_child.items()))
             accepts = not need and s in targets
-            if max(children, default=-1) < 0:
-                children = ()  # no way on, however much room is left: one node per language
             if not accepts and not children:
                 memo[key] = self.EMPTY
             else:
@@ -482,16 +495,21 @@ class PathLanguages:
             return None
         found = self._dfas.get(node)
         if found is None:
+            width = len(self.d.symbols)
             number = {node: 0}
             order = [node]
             trans: list[list[int]] = []
             for x in order:  # grows while it is walked
-                row = []
-                for child in self._nodes[x][1] or [-1] * len(self.d.symbols):
-                    if child >= 0 and child not in number:
+                row = [-1] * width
+                for child, symbols in self._nodes[x][1]:
+                    if child not in number:
                         number[child] = len(order)
                         order.append(child)
-                    row.append(number[child] if child >= 0 else -1)
+                    target = number[child]
+                    while symbols:
+                        low = symbols & -symbols
+                        row[low.bit_length() - 1] = target
+                        symbols ^= low
                 trans.append(row)
             found = self._dfas[node] = DFA(self.d.symbols, trans, [self._nodes[x][0] for x in order])
         return found
