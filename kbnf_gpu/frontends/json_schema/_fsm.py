@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Iterable, Optional
 
 import numpy as np
@@ -131,6 +132,24 @@ class DFA:
     @property
     def n(self) -> int:
         return len(self.trans)
+
+    @cached_property
+    def successor_symbols(self) -> list[tuple[tuple[int, int], ...]]:
+        """Per state, ``(successor, bitmask of the symbols leading there)`` for each distinct successor (a row of a
+        dozen symbols has two or three)."""
+        out = []
+        for row in self.trans:
+            masks: dict[int, int] = {}
+            for sym, t in enumerate(row):
+                if t >= 0:
+                    masks[t] = masks.get(t, 0) | 1 << sym
+            out.append(tuple(masks.items()))
+        return out
+
+    @cached_property
+    def successors(self) -> list[tuple[int, ...]]:
+        """Per state, the distinct states a symbol leads to."""
+        return [tuple(t for t, _ in row) for row in self.successor_symbols]
 
 
 def alphabet(labels: list[cs.Ranges]) -> tuple[list[cs.Ranges], dict[cs.Ranges, list[int]]]:
@@ -445,19 +464,12 @@ class PathLanguages:
         self._nodes: list[tuple[bool, tuple[tuple[int, int], ...]]] = []
         self._memo: dict[frozenset, dict[tuple[int, int, int], int]] = {}
         self._dfas: dict[int, DFA] = {}
-        self._successors: list[tuple[tuple[int, int], ...]] = []  # per state: (successor, its symbols' bitmask)
-        for row in d.trans:
-            masks: dict[int, int] = {}
-            for sym, t in enumerate(row):
-                if t >= 0:
-                    masks[t] = masks.get(t, 0) | 1 << sym
-            self._successors.append(tuple(masks.items()))
 
     def root(self, start: int, lo: int, hi: int, targets: set[int]) -> int:
         """The node of the strings of ``lo`` to ``hi`` symbols leading ``d`` from ``start`` into ``targets``
         (``EMPTY`` if there are none)."""
         memo = self._memo.setdefault(frozenset(targets), {})
-        successors, ids, nodes = self._successors, self._ids, self._nodes
+        successors, ids, nodes = self.d.successor_symbols, self._ids, self._nodes
         first = (start, lo, hi)
         stack = [first]
         while stack:

@@ -196,7 +196,7 @@ def _thread(b: "Builder", d: DFA, lo: int, hi: Optional[int], C: int, bounded_re
     small = _one_lexeme_states()
     boundaries = MAX_THREAD_BOUNDARIES if boundaries is None else boundaries  # read at the call, not at import
     # an accepting state that only loops to itself: the rest from it is a counted string of its class
-    sink = [bool(d.accept[q]) and q in d.trans[q] and all(t in (-1, q) for t in d.trans[q]) for q in range(d.n)]
+    sink = [bool(d.accept[q]) and d.successors[q] == (q,) for q in range(d.n)]
     J = -(-lo // C) if hi is None else None
 
     def free(p: int, j: int) -> bool:  # the upper bound cannot bind on the (small, finite) rest from ``p``
@@ -360,7 +360,7 @@ def _length_range(d: DFA) -> tuple[int, Optional[int]]:
 def _residual_lengths(d: DFA) -> tuple[list[int], list[Optional[int]], list[int]]:
     """Per state of the trimmed ``d``: the fewest and the most code points of a string it accepts from there
     (``None``: no most, a loop is ahead), and the states it reaches (a bit set; only where the most is known)."""
-    targets = [{t for t in row if t >= 0} for row in d.trans]
+    targets = d.successors
     sources: list[list[int]] = [[] for _ in range(d.n)]
     for q, ts in enumerate(targets):
         for t in ts:
@@ -393,7 +393,7 @@ def _after(d: DFA, states: set[int], n: int) -> set[int]:
     budget = current_budget()
     for _ in range(n):
         budget.tick("threading a string's length limits")
-        states = {t for q in states for t in d.trans[q] if t >= 0}
+        states = {t for q in states for t in d.successors[q]}
     return states
 
 
