@@ -1562,6 +1562,25 @@ def test_path_languages_are_minimal_and_one_node_per_language(pattern: str, data
     assert len(set(by_node.values())) == len(by_node)  # different nodes, different languages
 
 
+def test_path_language_automata_are_numbered_by_their_language() -> None:
+    """``PathLanguages.dfa`` numbers a language's automaton by its language alone, not by the order its nodes
+    were made in: the same chunk languages asked in two orders give the same automata (so that equal chunks of
+    two patterns are one lexeme in the terminal memo)."""
+    d = intersection_dfa([pattern_language("^(a|b[bc]|c[a-c]d)+$")])
+    asks = [(p, lo, hi, q) for p in range(d.n) for q in range(d.n) for lo, hi in ((3, 3), (1, 4))]
+    forward, backward = PathLanguages(d), PathLanguages(d)
+    nodes = {ask: forward.root(ask[0], ask[1], ask[2], {ask[3]}) for ask in asks}
+    again = {ask: backward.root(ask[0], ask[1], ask[2], {ask[3]}) for ask in reversed(asks)}
+    made = 0
+    for ask in asks:
+        one, other = forward.dfa(nodes[ask]), backward.dfa(again[ask])
+        assert (one is None) == (other is None)
+        if one is not None:
+            made += 1
+            assert (one.trans, one.accept) == (other.trans, other.accept), ask
+    assert made > 10
+
+
 @settings(max_examples=60, deadline=None)
 @given(small_patterns())
 def test_length_range_of_an_automaton(pattern: str) -> None:

@@ -513,7 +513,9 @@ class PathLanguages:
             trans: list[list[int]] = []
             for x in order:  # grows while it is walked
                 row = [-1] * width
-                for child, symbols in self._nodes[x][1]:
+                # children in the order of their first symbols: the numbering depends on the language alone (equal
+                # chunk languages of two patterns are one automaton, and one lexeme in the terminal memo)
+                for child, symbols in sorted(self._nodes[x][1], key=lambda item: item[1] & -item[1]):
                     if child not in number:
                         number[child] = len(order)
                         order.append(child)
