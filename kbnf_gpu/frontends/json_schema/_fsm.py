@@ -193,6 +193,7 @@ def compile_many(exprs: list[Rx]) -> list[DFA]:
     ]
     out = []
     budget = current_budget()
+    closures: dict[frozenset[int], frozenset[int]] = {}  # the symbols of one class mostly lead to one set
     for start, final in ends:
         init = nfa.closure([start])
         index = {init: 0}
@@ -212,7 +213,11 @@ def compile_many(exprs: list[Rx]) -> list[DFA]:
                         succ.setdefault(a, set()).add(t)
             row = [-1] * len(symbols)
             for a, targets in succ.items():
-                row[a] = _numbered(index, order, nfa.closure(targets), "regular expression too large to combine")
+                key = frozenset(targets)
+                closed = closures.get(key)
+                if closed is None:
+                    closed = closures[key] = nfa.closure(key)
+                row[a] = _numbered(index, order, closed, "regular expression too large to combine")
             trans.append(row)
         out.append(DFA(symbols, trans, accept))
     return out
@@ -358,17 +363,12 @@ def automaton_expr(d: DFA) -> Automaton:
     """``d`` as an expression (``ir.Automaton``): one edge per (state, target), labelled with the union of the
     symbols that lead there."""
     edges = []
-    labels: dict[tuple[int, ...], CharClass] = {}  # symbols -> their class (a counter's states share theirs)
-    for q, row in enumerate(d.trans):
-        targets: dict[int, list[int]] = {}
-        for sym, t in enumerate(row):
-            if t >= 0:
-                targets.setdefault(t, []).append(sym)
-        for t, syms in sorted(targets.items()):
-            key = tuple(syms)
-            label = labels.get(key)
+    labels: dict[int, CharClass] = {}  # symbols' bitmask -> their class (a counter's states share theirs)
+    for q, row in enumerate(d.successor_symbols):
+        for t, symbols in sorted(row):
+            label = labels.get(symbols)
             if label is None:
-                label = labels[key] = CharClass(cs.norm(r for sym in syms for r in d.symbols[sym]))
+                label = labels[symbols] = CharClass(cs.norm(r for sym in _bits(symbols) for r in d.symbols[sym]))
             edges.append((q, label, t))
     return Automaton(d.n, tuple(edges), tuple(q for q in range(d.n) if d.accept[q]))
 
@@ -382,7 +382,7 @@ def as_expr(d: Optional[DFA]) -> Rx:
     if d is None:
         return None
     if d.n <= MAX_EXPR_STATES and not spells_wide(d):
-        edges = sum(len({t for t in row if t >= 0}) for row in d.trans)
+        edges = sum(map(len, d.successors))
         try:
             return to_regex(d, 4 * edges + 32)
         except TooLarge:
@@ -519,14 +519,19 @@ class PathLanguages:
                     if child not in number:
                         number[child] = len(order)
                         order.append(child)
-                    target = number[child]
-                    while symbols:
-                        low = symbols & -symbols
-                        row[low.bit_length() - 1] = target
-                        symbols ^= low
+                    for sym in _bits(symbols):
+                        row[sym] = number[child]
                 trans.append(row)
             found = self._dfas[node] = DFA(self.d.symbols, trans, [self._nodes[x][0] for x in order])
         return found
+
+
+def _bits(mask: int) -> Iterable[int]:
+    """The positions of the set bits of ``mask``, ascending."""
+    while mask:
+        low = mask & -mask
+        yield low.bit_length() - 1
+        mask ^= low
 
 
 def canonical_key(d: DFA) -> tuple:
