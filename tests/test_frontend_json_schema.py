@@ -1427,6 +1427,7 @@ def test_pattern_chunked_only_past_what_max_dfa_states_holds() -> None:
     assert rules(password, 10_000) > 10 and rules(password, 20_000) <= 2
     assert rules("^.{10,60}$", 10_000) <= 2 and rules("^.{10,60}$", 20_000) <= 2
 
+
 @needs_check
 def test_ascii_pattern_past_the_estimate_is_one_lexeme_when_it_fits() -> None:
     """An ASCII pattern whose code-point automaton passes ``max_dfa_states / BYTE_STATES_PER_STATE`` is still one
