@@ -360,11 +360,7 @@ def _length_range(d: DFA) -> tuple[int, Optional[int]]:
 def _residual_lengths(d: DFA) -> tuple[list[int], list[Optional[int]], list[int]]:
     """Per state of the trimmed ``d``: the fewest and the most code points of a string it accepts from there
     (``None``: no most, a loop is ahead), and the states it reaches (a bit set; only where the most is known)."""
-    targets = d.successors
-    sources: list[list[int]] = [[] for _ in range(d.n)]
-    for q, ts in enumerate(targets):
-        for t in ts:
-            sources[t].append(q)
+    targets, sources = d.successors, d.predecessors
     shortest = [0 if d.accept[q] else -1 for q in range(d.n)]
     level = [q for q in range(d.n) if d.accept[q]]
     for q in level:  # breadth first from the accepting states, backwards
