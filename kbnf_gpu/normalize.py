@@ -95,6 +95,7 @@ class _Builder:
         self.terminal_index: dict[ir.Terminal, int] = {}
         self.dfas: list[ByteDFA] = []
         self.helper_cache: dict[tuple, int] = {}
+        self.chains: dict[int, list[int]] = {}  # item symbol -> O_1, O_2, ... (``optional_chain``)
 
     def nonterminal(self, name: str) -> int:
         if name not in self.index:
@@ -173,13 +174,14 @@ class _Builder:
             lo, hi = expr.min, expr.max
             if lo < 0 or (hi is not None and hi < lo):
                 raise GrammarError(f"bad repetition bounds {{{lo},{hi}}}", rule=owner)
-            budget = current_budget()
-            grows = lo + 2 * (hi - lo if hi is not None else 1)  # symbols and rules this repetition adds
-            budget.check("max_expansion", self.expanded + grows, f"repetition {{{lo},{hi}}}", rule=owner)
-            budget.check("max_rules", len(self.rules) + 1 + (hi - lo if hi is not None else 1),
-                         f"repetition {{{lo},{hi}}}", rule=owner)
-            self.expanded += grows
             item = self.symbol(expr.item, owner)
+            # symbols and rules this repetition adds: its prefix, and the links of its item's chain it is the
+            # first to reach (``optional_chain``); an unbounded one, two rules
+            links = 1 if hi is None else max(0, hi - lo - len(self.chains.get(item, ())))
+            budget = current_budget()
+            budget.check("max_expansion", self.expanded + lo + 2 * links, f"repetition {{{lo},{hi}}}", rule=owner)
+            budget.check("max_rules", len(self.rules) + 1 + links, f"repetition {{{lo},{hi}}}", rule=owner)
+            self.expanded += lo + 2 * links
             if item < 0 and self.blocked_repetition(nt, expr, item, owner):
                 return
             prefix = (item,) * lo
@@ -257,14 +259,16 @@ class _Builder:
         return True
 
     def optional_chain(self, item: int, count: int, owner: str) -> int:
-        previous = None
-        for _ in range(count):
+        """``O_count``: 0 to ``count`` copies of ``item``, ``O_k ::= ε | item O_(k-1)``. One chain per item,
+        extended on demand and shared by every count: a threaded string's repetitions of one chunk up to
+        ``maxLength / C`` chunks, one per count it can stop at, are ``count`` rules in all, not ``count`` each."""
+        chain = self.chains.setdefault(item, [])
+        while len(chain) < count:
             nt = self.helper(owner)
             self.rules.append((nt, ()))
-            self.rules.append((nt, (item,) if previous is None else (item, previous)))
-            previous = nt
-        assert previous is not None
-        return previous
+            self.rules.append((nt, (item, chain[-1]) if chain else (item,)))
+            chain.append(nt)
+        return chain[count - 1]
 
     # -- fusion of regular sub-grammars -------------------------------------
 

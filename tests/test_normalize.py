@@ -167,6 +167,30 @@ def test_counted_repetition_in_blocks_keeps_the_language(item, lo, extra, words,
         assert verdicts[0][1] == bool(regex.fullmatch(text)), (text, lo, hi)
 
 
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 12)), min_size=2, max_size=4),
+       st.lists(st.lists(st.integers(0, 16), min_size=2, max_size=4), min_size=1, max_size=6))
+def test_counted_repetitions_of_one_item_share_one_chain(bounds, counts):
+    """``x{lo,hi}`` at several bounds: one optional chain for the item, as long as the widest range (a threaded
+    string repeats one chunk up to each count it can stop at); each repetition still counts its own range."""
+    import re
+
+    x = ir.Terminal(ir.Literal(b"x"))
+    parts = [ir.Terminal(ir.Literal(b"<"))]
+    for lo, extra in bounds:
+        parts += [ir.Repetition(x, lo, lo + extra), ir.Terminal(ir.Literal(b"|"))]
+    grammar = ir.Grammar(rules=(ir.Rule("s", ir.Sequence(tuple(parts))),), start="s", syntax="test")
+    bnf = normalize(grammar, NormalizeConfig(fuse=False))
+    widest = max(extra for _, extra in bounds)
+    assert len(bnf.rules) <= 2 + len(bounds) + 2 * widest, len(bnf.rules)  # unshared: 2 * the sum of the ranges
+    regex = re.compile(b"<" + b"".join(b"x{%d,%d}\\|" % (lo, lo + extra) for lo, extra in bounds))
+    parser = EarleyParser(bnf)
+    for ns in counts:
+        text = b"<" + b"".join(b"x" * n + b"|" for n in (ns + [0] * 4)[:len(bounds)])
+        state, _, _ = parser.step_bytes(parser.initial_state, text)
+        assert (state != DEAD and parser.is_accepting(state)) == bool(regex.fullmatch(text)), (text, bounds)
+
+
 def test_long_counted_repetition_of_a_char_rule_is_a_few_block_lexemes():
     """llama.cpp's ``char{1,100}``: a handful of block terminals, not a hundred one-character lexemes."""
     char = ir.Choice((ir.Terminal(ir.CharClass(((0x20, 0x21), (0x23, 0x5B), (0x5D, 0x7E)))),
