@@ -1563,6 +1563,26 @@ def test_path_languages_are_minimal_and_one_node_per_language(pattern: str, data
     assert len(set(by_node.values())) == len(by_node)  # different nodes, different languages
 
 
+@settings(max_examples=40, deadline=None)
+@given(small_patterns(), st.data())
+def test_exact_roots_are_the_roots_of_every_end_state(pattern: str, data) -> None:
+    """``PathLanguages.exact_roots(p, n)``: for every state that exactly ``n`` symbols lead to from ``p``, the
+    node ``root(p, n, n, {q})`` gives (the same node, as the DAG is hash-consed), and no other state; asked in
+    either order on one DAG."""
+    d = intersection_dfa([pattern_language(pattern)])
+    assume(d is not None)
+    words = {n: list(itertools.product(range(len(d.symbols)), repeat=n)) for n in range(4)}
+    languages = PathLanguages(d)
+    for _ in range(6):
+        p, n = data.draw(st.integers(0, d.n - 1)), data.draw(st.integers(0, 3))
+        ends = languages.exact_roots(p, n) if data.draw(st.booleans()) else None
+        reached = {q for w in words[n] if (q := _walk_symbols(d, p, w)) >= 0}
+        roots = {q: languages.root(p, n, n, {q}) for q in range(d.n)}
+        ends = languages.exact_roots(p, n) if ends is None else ends
+        assert ends == {q: node for q, node in roots.items() if q in reached}, (pattern, p, n)
+        assert all(node != PathLanguages.EMPTY for node in ends.values())
+
+
 def test_path_language_automata_are_numbered_by_their_language() -> None:
     """``PathLanguages.dfa`` numbers a language's automaton by its language alone, not by the order its nodes
     were made in: the same chunk languages asked in two orders give the same automata (so that equal chunks of
@@ -1706,6 +1726,7 @@ def test_pattern_too_big_for_chunks_is_one_lexeme_without_chunk_work(monkeypatch
     calls = []
     monkeypatch.setattr(_long_strings, "paths_dfa", lambda *a: calls.append(a))
     monkeypatch.setattr(_long_strings.PathLanguages, "root", lambda *a: calls.append(a))
+    monkeypatch.setattr(_long_strings.PathLanguages, "exact_roots", lambda *a: calls.append(a))
     schema = {"type": "string", "pattern": r"^[a-z0-9._%+-]{1,64}@[a-z0-9.-]{1,255}\.[a-z]{2,}$"}
     chk = Checker(schema)
     assert not calls and len(chk.grammar.rules) <= 2

@@ -470,6 +470,7 @@ class PathLanguages:
         self._ids: dict[tuple, int] = {}
         self._nodes: list[tuple[bool, tuple[tuple[int, int], ...]]] = []
         self._memo: dict[frozenset, dict[tuple[int, int, int], int]] = {}
+        self._exact: dict[tuple[int, int], dict[int, int]] = {}  # (state, length) -> {end state: node}
         self._dfas: dict[int, DFA] = {}
 
     def root(self, start: int, lo: int, hi: int, targets: set[int]) -> int:
@@ -506,6 +507,38 @@ class PathLanguages:
                 memo[key] = _numbered(ids, nodes, (accepts, children), "regular expressions too large to intersect")
             stack.pop()
         return memo[first]
+
+    def exact_roots(self, start: int, length: int) -> dict[int, int]:
+        """``{q: root(start, length, length, {q})}`` for every state ``q`` that ``length`` symbols lead to from
+        ``start`` (the chunk languages of a threaded string), all at once: each ``(state, length left)`` is
+        visited once for every end state it reaches, where ``root`` visits it once per end state asked for,
+        reached or not (Bedrock AgentCore's payment manager, ~1,100 chunked states: front end 1.9 -> 1.1 s)."""
+        memo, successors, ids, nodes = self._exact, self.d.successor_symbols, self._ids, self._nodes
+        what = "regular expressions too large to intersect"
+        stack = [(start, length)]
+        while stack:
+            key = stack[-1]
+            if key in memo:
+                stack.pop()
+                continue
+            s, k = key
+            if not k:
+                memo[key] = {s: _numbered(ids, nodes, (True, ()), what)}
+                stack.pop()
+                continue
+            missing = [(t, k - 1) for t, _ in successors[s] if (t, k - 1) not in memo]
+            if missing:
+                stack.extend(missing)
+                continue
+            by_end: dict[int, dict[int, int]] = {}  # end state -> {child: symbols}, as ``root`` merges them
+            for t, symbols in successors[s]:
+                for q, child in memo[(t, k - 1)].items():
+                    by_child = by_end.setdefault(q, {})
+                    by_child[child] = by_child.get(child, 0) | symbols
+            memo[key] = {q: _numbered(ids, nodes, (False, tuple(sorted(by_child.items()))), what)
+                         for q, by_child in by_end.items()}
+            stack.pop()
+        return memo[(start, length)]
 
     def dfa(self, node: int) -> Optional[DFA]:
         """The minimal automaton of ``node``'s language (``None`` for ``EMPTY``): the nodes under it, numbered

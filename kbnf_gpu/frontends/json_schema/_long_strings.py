@@ -294,12 +294,13 @@ def _thread(b: "Builder", d: DFA, lo: int, hi: Optional[int], C: int, bounded_re
                 raise TooLarge("string chunk automata too large")
 
     for p in sorted(chunked):
-        chunk_nodes[p] = [(q, node) for q in after[p] if (node := languages.root(p, C, C, {q})) != PathLanguages.EMPTY]
+        ends = languages.exact_roots(p, C)
+        chunk_nodes[p] = [(q, ends[q]) for q in after[p] if q in ends]
         for _, node in chunk_nodes[p]:
             count(node)
     for (p, j), (first_len, last_len) in tail_lengths.items():
         if (p, j) in repeated:
-            count(languages.root(p, C, C, {p}))
+            count(languages.exact_roots(p, C).get(p, PathLanguages.EMPTY))
         elif last_len is not None and first_len <= last_len:
             count(languages.root(p, first_len, last_len, accepting))
 
@@ -329,7 +330,8 @@ def _thread(b: "Builder", d: DFA, lo: int, hi: Optional[int], C: int, bounded_re
         if rule in repeated:
             for _, _, fewest, most in _spans(first_len, last_len, C):
                 end(p, fewest, most)
-            counted_rests.append((rule, node_term(languages.root(p, C, C, {p}), "string_chunk")))
+            counted_rests.append((rule, node_term(languages.exact_roots(p, C).get(p, PathLanguages.EMPTY),
+                                                  "string_chunk")))
             continue
         alts: list[tuple] = []
         if last_len is None or first_len <= last_len:
