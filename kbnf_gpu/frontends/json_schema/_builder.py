@@ -890,7 +890,13 @@ class Builder:
                     self.doc.warn(f"member keys at '{self.doc.show(where)}' outside the {len(declared)} declared "
                                   "names are too many or too long to describe; no additional member is generated")
                     continue
-                out.append(Member(self.layout.other_key(tuple(sorted(set(declared)))), value))
+                keys = self.layout.other_key(tuple(sorted(set(declared))))
+                if not self.fits(keys[0]):  # names spelled in escapes at many trie nodes (non-ASCII names)
+                    where = m.objects[0].pointer if m.objects else m.where
+                    self.doc.warn(f"member keys at '{self.doc.show(where)}' outside the {len(declared)} declared "
+                                  "names are too many to describe in one lexeme; no additional member is generated")
+                    continue
+                out.append(Member(keys, value))
                 continue
             if declared and not words:
                 words = [word(k) for k in declared]

@@ -56,8 +56,14 @@ def _hex_trie(segments: _Segments, width: int) -> Rx:
 
 
 def _u_escapes(ranges: cs.Ranges) -> Rx:
-    """Every ``\\uXXXX`` spelling of a code point of ``ranges``: astral ones as a surrogate pair, whose low half
-    follows its high half in the same trie."""
+    """Every ``\\uXXXX`` spelling of a code point of ``ranges``."""
+    digits = _u_digits(ranges)
+    return None if digits is None else seq(lit("\\u"), digits)
+
+
+def _u_digits(ranges: cs.Ranges) -> Rx:
+    """What follows ``\\u`` in the ``\\uXXXX`` spellings of the code points of ``ranges``: astral ones as a
+    surrogate pair, whose low half follows its high half in the same trie."""
     segments: list[tuple[int, int, RegExpr]] = [(a, b, EPS) for a, b in cs.intersect(ranges, ((0, 0xFFFF),))]
     highs: list[list] = []  # [first high, last high, its lows' ranges], ascending; a run of highs shares its lows
     for a, b in cs.intersect(ranges, ((0x10000, cs.MAX_CP),)):
@@ -86,7 +92,15 @@ def _u_escapes(ranges: cs.Ranges) -> Rx:
             segments.append((0xD800 + first, 0xD800 + last, then))
     if not segments:
         return None
-    return seq(lit("\\u"), _hex_trie(tuple(segments), 4))
+    return _hex_trie(tuple(segments), 4)
+
+
+def escaped(ranges: cs.Ranges) -> Rx:
+    """The escaped spellings (``\\n``, ``\\uXXXX``) of one code point out of ``ranges``, without their leading
+    backslash: what follows a backslash that several states share."""
+    short = "".join(ch for cp, ch in _SHORT.items() if cs.contains(ranges, cp))
+    digits = _u_digits(ranges)
+    return alt(cc(cs.of_chars(short)) if short else None, None if digits is None else seq(lit("u"), digits))
 
 
 @lru_cache(maxsize=4096)

@@ -34,7 +34,7 @@ def sample_texts(grammar: ir.Grammar, n: int, seed: int = 0, max_depth: int = 6,
     rnd = random.Random(seed)
     texts = []
     for _ in range(n):
-        out: list[str] = []
+        out: list[str | bytes] = []  # bytes: raw bytes of a UTF-8 sequence an automaton reads byte by byte
         stack: list[tuple[Any, int]] = [(rules[grammar.start], 0)]
         while stack:
             e, d = stack.pop()
@@ -53,7 +53,7 @@ def sample_texts(grammar: ir.Grammar, n: int, seed: int = 0, max_depth: int = 6,
             else:
                 hi = e.min + 3 if e.max is None else min(e.max, e.min + 3)
                 stack.extend([(e.item, d)] * (e.min if d > max_depth else rnd.randint(e.min, hi)))
-        texts.append("".join(out))
+        texts.append(b"".join(p.encode() if isinstance(p, str) else p for p in out).decode())
     return texts
 
 
@@ -89,9 +89,10 @@ def _escape(x: Any) -> bool:
     return isinstance(x, ir.Literal) and x.value.startswith(b"\\")
 
 
-def _automaton_walk(a: ir.Automaton, rnd: random.Random) -> list[Any]:
+def _automaton_walk(a: ir.Automaton, rnd: random.Random, escapes: bool = True) -> list[Any]:
     """The labels along a random path of ``a`` from its start to an accepting state: random edges (that can
-    still reach one) for a while, then a shortest way there."""
+    still reach one) for a while, then a shortest way there; ``escapes=False`` takes an edge that reads an
+    escape or raw bytes (``_plain``) only where no other is left."""
     distance = {q: 0 for q in a.accepting}  # edges to an accepting state, breadth first backwards from them
     frontier, level = set(a.accepting), 0
     while frontier:
@@ -108,15 +109,21 @@ def _automaton_walk(a: ir.Automaton, rnd: random.Random) -> list[Any]:
     for _ in range(rnd.randint(0, 3 * a.n_states + 4)):
         if q in a.accepting and rnd.random() < 0.1 or q not in out_edges:
             return labels
-        _, label, q = rnd.choice(out_edges[q])
+        _, label, q = rnd.choice(_preferred(out_edges[q], escapes))
         labels.append(label)
     while distance[q]:
-        _, label, q = rnd.choice([e for e in out_edges[q] if distance[e[2]] == distance[q] - 1])
+        _, label, q = rnd.choice(_preferred([e for e in out_edges[q] if distance[e[2]] == distance[q] - 1], escapes))
         labels.append(label)
     return labels
 
 
-def _sample_regex(e: Any, rnd: random.Random, out: list[str], escapes: bool = True) -> None:
+def _preferred(edges: list, escapes: bool) -> list:
+    """``edges``, or with ``escapes=False`` the plain ones among them where there are any."""
+    plain = edges if escapes else [e for e in edges if not _escape(e[1]) and not isinstance(e[1], ir.ByteClass)]
+    return plain or edges
+
+
+def _sample_regex(e: Any, rnd: random.Random, out: list[str | bytes], escapes: bool = True) -> None:
     stack = [e]
     while stack:
         x = stack.pop()
@@ -136,7 +143,10 @@ def _sample_regex(e: Any, rnd: random.Random, out: list[str], escapes: bool = Tr
             if x.max is not None and rnd.random() < 0.1:
                 hi = x.max
             stack.extend([x.item] * rnd.randint(x.min, hi))
+        elif isinstance(x, ir.ByteClass):
+            a, b = rnd.choice(x.ranges)
+            out.append(bytes((rnd.randint(a, b),)))
         elif isinstance(x, ir.Automaton):
-            stack.extend(reversed(_automaton_walk(x, rnd)))
+            stack.extend(reversed(_automaton_walk(x, rnd, escapes)))
         else:
             raise TypeError(f"cannot sample {type(x).__name__}")
