@@ -15,7 +15,7 @@ import time
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 from kbnf_gpu import ir
@@ -1052,3 +1052,27 @@ def test_dfa_memo_keeps_the_recently_used_within_its_bounds(monkeypatch):
     nothing = build._Packed.of(empty_dfa()).unpacked()
     assert nothing.transitions.shape == (0, 256) and nothing.fingerprint == empty_dfa().fingerprint
     assert build.complement_bytes(nothing).matches(b"anything")
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.binary(min_size=0, max_size=6), min_size=2, max_size=12), st.sampled_from([4, 12, 10_000]))
+@example(words=[b"\x00", b"\x01\x00\x00"], limit=4)  # the subset construction passes 4 states before minimizing
+def test_a_union_of_literals_is_their_minimized_trie(words, limit):
+    """An alternation of literals (an enum's words) is built as their trie, minimized: the very DFA the subset
+    construction gives (same fingerprint); refused only when that minimal DFA passes ``max_states`` (or, words
+    of more bytes than twice that being left to the subset construction, when it does)."""
+    from kbnf_gpu.automata.build import _Context, _determinized, _nfa_limit, regexpr_to_dfa
+
+    expr = ir.Alternation(tuple(ir.Literal(w) for w in words))
+    expected = _determinized(expr, 10_000, _nfa_limit(10_000), _Context("words"))
+    try:
+        got = regexpr_to_dfa(expr, max_states=limit)
+    except DFATooLarge:
+        assert expected.n_states > limit or sum(map(len, words)) >= 2 * limit
+        return
+    assert got.fingerprint == expected.fingerprint
+    for w in set(words) | {w + b"x" for w in words} | {w[:-1] for w in words}:
+        q = 0
+        for byte in w:
+            q = int(got.transitions[q][byte]) if q >= 0 else -1
+        assert (q >= 0 and bool(got.accepting[q])) == (w in words), w
