@@ -23,7 +23,7 @@ trie in more than one byte (a backslash's escapes, a UTF-8 lead byte's
 continuation bytes), so its byte DFA is built as tries side by side
 (``automata.labelled``), linear in the trie, where the same language as a
 regular expression cost a subset construction (an object of 411 properties:
-1.8 s for its 2,237 states).
+0.04 s where that took 1.4 s, for its 2,237 states).
 """
 from __future__ import annotations
 

@@ -92,7 +92,7 @@ def _escape(x: Any) -> bool:
 def _automaton_walk(a: ir.Automaton, rnd: random.Random, escapes: bool = True) -> list[Any]:
     """The labels along a random path of ``a`` from its start to an accepting state: random edges (that can
     still reach one) for a while, then a shortest way there; ``escapes=False`` takes an edge that reads an
-    escape or raw bytes (``_plain``) only where no other is left."""
+    escape or raw bytes (``_preferred``) only where no other is left."""
     distance = {q: 0 for q in a.accepting}  # edges to an accepting state, breadth first backwards from them
     frontier, level = set(a.accepting), 0
     while frontier:
