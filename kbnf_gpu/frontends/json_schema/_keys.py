@@ -72,8 +72,9 @@ def other_keys(names: tuple[str, ...]) -> Rx:
     for i, node in enumerate(order):
         kids = sorted(k for k in node if k != _END)
         if any(not cs.contains(PRINTABLE, ord(k)) for k in kids):  # a continuation written escaped
-            # every character in any encoding: the kids' to their nodes, the rest out of the trie
-            edges.extend((i, unit(cs.single(ord(k))), number[id(node[k])]) for k in kids)
+            # every character in any encoding: the kids' to their nodes (none for a lone surrogate, which has no
+            # spelling), the rest out of the trie
+            edges.extend((i, step, number[id(node[k])]) for k in kids if (step := unit(cs.single(ord(k)))) is not None)
             exits = unit(cs.subtract(cs.ANY, cs.norm((ord(k), ord(k)) for k in kids)))
             if exits is not None:
                 edges.append((i, exits, free))
