@@ -1863,3 +1863,18 @@ def test_property_counts_with_any_order() -> None:
     assert chk.complete('{"c":1,"a":2}') and chk.complete('{"x":1,"b":2,"y":3}')
     assert not chk.complete('{"c":1}') and not chk.complete('{"x":1,"b":2,"y":3,"a":4}')
     assert not chk.complete("{}")
+
+
+def test_a_lone_pattern_past_the_code_point_automaton_limit_is_one_lexeme_as_written(monkeypatch) -> None:
+    """A string is built from its code-point automaton (``Builder._whole_string``); a lone pattern whose
+    automaton passes that automaton's own limit (``_fsm.MAX_STATES``, patched small here) is written as the
+    pattern itself, exactly, not refused or loosened."""
+    from kbnf_gpu.frontends.json_schema import _fsm
+
+    monkeypatch.setattr(_fsm, "MAX_STATES", 5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", JsonSchemaWarning)  # nothing loosened
+        chk = Checker({"type": "string", "pattern": "^[a-c]{0,8}$"})
+    for n in range(11):
+        assert chk.complete(json.dumps("b" * n)) == (n <= 8), n
+    assert not chk.complete('"abd"') and chk.complete('"a\\u0062c"')
