@@ -31,7 +31,7 @@ from functools import lru_cache
 
 from . import _charset as cs
 from ...automata.utf8 import utf8_sequences
-from ...ir import Alternation, Automaton, ByteClass
+from ...ir import Automaton, ByteClass
 from ._rx import Rx, cc, lit
 from ._strings import CHAR, RAW_ALLOWED, escaped, unit
 
@@ -104,10 +104,3 @@ def _printable_but(kids: list[str]) -> cs.Ranges:
             out.append((a, b))
     return tuple(out)
 
-
-def _union(*options: Rx) -> Rx:
-    """Alternation of options known to be distinct (``alt`` would hash every subtree to dedupe)."""
-    kept = [o for o in options if o is not None]
-    if not kept:
-        return None
-    return kept[0] if len(kept) == 1 else Alternation(tuple(kept))
