@@ -35,8 +35,8 @@ from typing import TYPE_CHECKING, Callable, Optional
 
 from ... import ir
 from ...budget import current_budget
-from ._fsm import (DFA, PathLanguages, TooLarge, as_expr, automaton_expr, canonical_key, intersection_dfa, paths_dfa,
-                   spells_wide, to_regex)
+from ._fsm import (DFA, PathLanguages, TooLarge, as_expr, automaton_expr, canonical_key, paths_dfa, spells_wide,
+                   to_regex)
 from ._rx import Rx, lit, seq
 from ._scalars import QUOTE, string_piece, string_terminal
 from ._strings import encode
@@ -76,7 +76,7 @@ def threaded_string(b: "Builder", langs: list[Rx], lo: int, hi: Optional[int], w
     """Exact pattern/format plus length: chunks of ``C`` code points per lexeme,
     rules tracking (automaton state, chunks so far)."""
     try:
-        d = intersection_dfa(langs)
+        d = b.language(langs)
     except TooLarge:
         d = None
         b.doc.problem("pattern/format too complex to combine", where)
@@ -130,7 +130,7 @@ def chunked_pattern(b: "Builder", langs: list[Rx], lo: int, hi: Optional[int]) -
     if sum(_count_span(x) for x in langs) <= big:  # a bound on the automaton's size, without building it
         return None
     try:
-        d = intersection_dfa(langs)
+        d = b.language(langs)
     except TooLarge:
         return None
     if d is None or d.n <= big:
