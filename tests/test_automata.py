@@ -621,8 +621,8 @@ def test_labelled_automaton_is_built_without_the_subset_construction(n_states, d
     tries side by side (``automata.labelled``) are taken and give the subset construction's minimal DFA, array
     for array; tries past ``max_states`` raise ``StateLimit`` without a subset construction."""
     from kbnf_gpu.automata import build
-    from kbnf_gpu.automata.dfa import StateLimit
-    from kbnf_gpu.automata.labelled import chained, labelled_dfa
+    from kbnf_gpu.automata.dfa import LazyDFA, StateLimit
+    from kbnf_gpu.automata.labelled import chained, labelled_dfa, lazy_labelled_dfa
     from kbnf_gpu.automata.nfa import DFALeaf
 
     edges, accepting = _spelled_automaton(n_states, data)
@@ -640,6 +640,21 @@ def test_labelled_automaton_is_built_without_the_subset_construction(n_states, d
     if direct.n_states > 1:  # the tries are at least the minimal DFA: one state fewer is refused at once
         with pytest.raises(StateLimit):
             labelled_dfa(n_states, [(p, leaves[label], q) for p, label, q in edges], accepting, direct.n_states - 1)
+        with pytest.raises(StateLimit):  # made on first use, it fails (or not) where the DFA made now would
+            lazy_labelled_dfa(n_states, [(p, leaves[label], q) for p, label, q in edges], accepting,
+                              direct.n_states - 1)
+    # made on first use: what the parser asks before (nullable, empty, whether the start leads on) is answered
+    # without building, then the same arrays
+    lazy = lazy_labelled_dfa(n_states, [(p, leaves[label], q) for p, label, q in edges], accepting, 10_000)
+    if direct.n_states == 0:
+        assert lazy.is_empty() and not isinstance(lazy, LazyDFA)
+    else:
+        assert isinstance(lazy, LazyDFA) and not lazy.built
+        assert (lazy.nullable, lazy.is_empty(), lazy.exits_start) == (direct.nullable, False, direct.has_exit_list[0])
+        assert not lazy.built
+        assert np.array_equal(lazy.transitions, direct.transitions) and lazy.built
+        assert np.array_equal(lazy.accepting, direct.accepting) and lazy.fingerprint == direct.fingerprint
+        assert lazy.nbytes_bound >= lazy.transitions.nbytes
     # between quotes (a string lexeme): chained into one automaton, again the subset construction's DFA
     quote = regexpr_to_dfa(ir.Literal(b'"'))
     chain = chained([(2, ((0, quote, 1),), (1,)), (n_states, [(p, leaves[label], q) for p, label, q in edges],
@@ -656,6 +671,22 @@ def test_labelled_automaton_is_built_without_the_subset_construction(n_states, d
     assert np.array_equal(quoted.accepting, subset.accepting), edges
     assert np.array_equal(chained_dfa.transitions, subset.transitions), edges
     assert np.array_equal(chained_dfa.accepting, subset.accepting), edges
+
+
+def test_lexeme_made_on_first_use_knows_its_start_without_building():
+    """``exits_start`` is whether the built DFA's start leads on: not whether the start has edges (an edge
+    into states that never accept is trimmed), so ``"" | a x*`` without ``x*`` accepting is the empty string
+    alone; ``nullable`` is the start's acceptance; the empty language is no ``LazyDFA`` at all."""
+    from kbnf_gpu.automata.dfa import LazyDFA
+    from kbnf_gpu.automata.labelled import lazy_labelled_dfa
+
+    a, x = regexpr_to_dfa(ir.Literal(b"a")), regexpr_to_dfa(ir.Literal(b"x"))
+    only_empty = lazy_labelled_dfa(2, [(0, a, 1), (1, x, 1)], (0,), 100)
+    assert isinstance(only_empty, LazyDFA) and (only_empty.nullable, only_empty.exits_start) == (True, False)
+    assert not only_empty.built and only_empty.n_states == 1 and only_empty.has_exit_list == [False]
+    leads_on = lazy_labelled_dfa(2, [(0, a, 1), (1, x, 1)], (0, 1), 100)
+    assert (leads_on.nullable, leads_on.exits_start) == (True, True) and leads_on.has_exit_list[0]
+    assert lazy_labelled_dfa(2, [(0, a, 1), (1, x, 1)], (), 100).is_empty()
 
 
 def test_labelled_trie_cache_is_bounded(monkeypatch):

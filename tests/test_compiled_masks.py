@@ -650,3 +650,38 @@ def counting_grammars() -> list[ir.Grammar]:
         ir.Grammar(rules=(ir.Rule("s", star(ir.Sequence((pat(r"\{[a1]{1,10}"), pat("[ab]{0,7}\\}"))))),),
                    start="s", syntax="test"),
     ]
+
+
+def test_string_lexemes_are_built_when_first_read(llama3_vocab, tmp_path):
+    """A JSON Schema string's lexeme (an automaton whose byte DFA is tries side by side) is laid out and counted
+    against ``max_dfa_states`` when compiling, and built when the parser or a mask first reads it: compiling
+    and the first mask build neither value lexeme; a document that reaches one builds that one alone, and every
+    mask on the way is the reference walk's. Saving an artifact builds the rest."""
+    from kbnf_gpu import compile_grammar
+    from kbnf_gpu.automata.dfa import LazyDFA
+
+    schema = {"type": "object", "additionalProperties": False, "required": ["code"],
+              "properties": {"code": {"type": "string", "pattern": "^[A-Z]{2}-[0-9]{2,4}[a-f]?$"},
+                             "tag": {"type": "string", "pattern": "^[a-z]+(_[a-z]+)*-[q-z]$"}}}
+    fast = compile_grammar(schema, llama3_vocab, syntax="json_schema")
+    lazy = [d for d in fast.bnf.dfas if isinstance(d, LazyDFA)]
+    assert len(lazy) == 2 and not any(d.built for d in lazy)
+    matcher = Matcher(fast)
+    matcher.allowed_token_ids()
+    assert not any(d.built for d in lazy)
+    reference = Matcher(compile_grammar(schema, llama3_vocab, syntax="json_schema",
+                                        config=CompileConfig(use_tables=False)))
+    text, pos = b'{"code":"AB-1234e"}', 0
+    while pos < len(text):
+        allowed = matcher.allowed_token_ids()
+        assert np.array_equal(allowed, reference.allowed_token_ids()), text[:pos]
+        best = max((t for t in allowed.tolist() if (llama3_vocab.token_bytes(t) or b"\0")
+                    and text.startswith(llama3_vocab.token_bytes(t), pos)),
+                   key=lambda t: len(llama3_vocab.token_bytes(t)))
+        matcher.accept_token(best)
+        reference.accept_token(best)
+        pos += len(llama3_vocab.token_bytes(best))
+    assert matcher.is_accepting() and reference.is_accepting()
+    assert sorted(d.built for d in lazy) == [False, True]
+    fast.save(tmp_path / "schema.kbnfg")
+    assert all(d.built for d in lazy)

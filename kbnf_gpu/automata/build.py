@@ -11,9 +11,9 @@ from .. import ir
 from ..errors import DFATooLarge, GrammarError
 from ..caches import WeakTable
 from . import kinds
-from .dfa import ByteDFA, StateLimit, byte_columns, determinize, finalize, from_table
+from .dfa import ByteDFA, LazyDFA, StateLimit, byte_columns, determinize, finalize, from_table
 from .guarded import AT_START, OTHER, determinize_guarded
-from .labelled import Labelled, chained, labelled_dfa
+from .labelled import Labelled, chained, labelled_dfa, lazy_labelled_dfa
 from .nfa import NFA, DFALeaf, InvalidExpr, NFATooLarge, Node, WordTooLong
 from .regex import BOL, BOS, Anchor, Look, RegexError, translate
 
@@ -198,7 +198,7 @@ def _memo(cache: dict, size: int, key, make):
     more than ``size`` entries or ``_MEMO_BYTES_LIMIT`` bytes of packed tables (a server compiles new grammars
     all day; the lexemes its schemas share, a tag's pattern, stay). A DFA is held packed (``_Packed``); a hit
     returns the DFA itself while a grammar still holds it (or the same language made under another key), else
-    unpacks it."""
+    unpacks it. A ``LazyDFA`` is held as it is, built or not (its bytes counted at their bound)."""
     with _memo_lock:
         hit = cache.pop(key, _MISSING)
         if hit is not _MISSING:
@@ -210,11 +210,12 @@ def _memo(cache: dict, size: int, key, make):
                 return live
     if hit is _MISSING:
         made = make()
-        hit = _Packed.of(made) if isinstance(made, ByteDFA) else made
+        # a DFA made on first use is held as it is (packing it would build it)
+        hit = _Packed.of(made) if isinstance(made, ByteDFA) and not isinstance(made, LazyDFA) else made
     else:
         made = hit.unpacked()
     with _memo_lock:
-        if isinstance(made, ByteDFA):
+        if isinstance(hit, _Packed):
             live = _shared_dfas.get(hit.fingerprint)  # the same language made under another key: one object
             if live is None:
                 _shared_dfas[hit.fingerprint] = made
@@ -229,6 +230,8 @@ def _memo(cache: dict, size: int, key, make):
 
 
 def _nbytes(entry) -> int:  # type: ignore[no-untyped-def]
+    if isinstance(entry, LazyDFA):
+        return entry.nbytes_bound
     return entry.nbytes if isinstance(entry, _Packed) else 0
 
 
@@ -240,12 +243,14 @@ def complement_bytes(dfa: ByteDFA) -> ByteDFA:
     return from_table(t, np.append(~dfa.accepting, True))
 
 
-def _labels_determinized(root: Node, determinized: Callable[[Node], ByteDFA], max_states: int) -> Node:
+def _labels_determinized(root: Node, determinized: Callable[[Node], ByteDFA], max_states: int,
+                         lazy: bool = False) -> Node:
     """``root`` with each ``Automaton``'s edge labels replaced by their DFAs (one per distinct label), and the
     automaton itself by its DFA where its labels make deterministic tries (``labelled_dfa``). A label
     written out (a class of code points, each also a JSON escape) is a nondeterministic union of spellings;
     the subset construction over the whole automaton would track its branches in every state, passing the
-    state limit before minimization merges them (three times the final states for a password pattern)."""
+    state limit before minimization merges them (three times the final states for a password pattern).
+    ``lazy``: where ``root`` itself becomes one such DFA, it is a ``LazyDFA`` (``lazy_labelled_dfa``)."""
     leaves: dict = {}
 
     def label_leaf(label: Node) -> DFALeaf:
@@ -261,8 +266,10 @@ def _labels_determinized(root: Node, determinized: Callable[[Node], ByteDFA], ma
         return node.n_states, tuple((p, label_leaf(label).dfa, q) for p, label, q in node.edges), node.accepting
 
     def rebuilt(node: Node) -> Node:
+        # the whole expression's DFA may be made on first use; a part's is read by the construction around it
+        make = lazy_labelled_dfa if node is root and lazy else labelled_dfa
         if isinstance(node, ir.Automaton):
-            direct = labelled_dfa(*labelled(node), max_states)
+            direct = make(*labelled(node), max_states)
             if direct is not None:
                 return DFALeaf(direct)
             return ir.Automaton(node.n_states, tuple((p, label_leaf(label), q) for p, label, q in node.edges),
@@ -272,7 +279,7 @@ def _labels_determinized(root: Node, determinized: Callable[[Node], ByteDFA], ma
                     isinstance(x, (ir.Literal, ir.Automaton)) for x in node.parts):
                 # quotes around an automaton: one automaton, so one trie DFA and no subset construction after it
                 chain = chained([labelled(x) for x in node.parts if not isinstance(x, ir.Literal) or x.value])
-                direct = None if chain is None else labelled_dfa(*chain, max_states)
+                direct = None if chain is None else make(*chain, max_states)
                 if direct is not None:
                     return DFALeaf(direct)
             return ir.Concat(tuple(rebuilt(x) for x in node.parts))
@@ -287,8 +294,9 @@ def _labels_determinized(root: Node, determinized: Callable[[Node], ByteDFA], ma
     return rebuilt(root)
 
 
-def _compile(root: Node, max_states: int, ctx: _Context) -> ByteDFA:
-    """Any expression tree -> ByteDFA, mapping internal limits to ``DFATooLarge``."""
+def _compile(root: Node, max_states: int, ctx: _Context, lazy: bool = False) -> ByteDFA:
+    """Any expression tree -> ByteDFA, mapping internal limits to ``DFATooLarge``; ``lazy``: see
+    ``_labels_determinized``."""
     if isinstance(root, ir.Alternation) and all(isinstance(x, ir.Literal) for x in root.options) and \
             sum(len(x.value) for x in root.options) < 2 * max_states:
         # an enum's words: their trie (a table of at most that many rows), minimized, where the subset
@@ -314,7 +322,7 @@ def _compile(root: Node, max_states: int, ctx: _Context) -> ByteDFA:
         try:
             root = _labels_determinized(root, lambda label: _memo(
                 _LABEL_CACHE, _LABEL_CACHE_SIZE, (label, max_states),
-                lambda: _determinized(label, max_states, nfa_limit, ctx, on_pattern)), max_states)
+                lambda: _determinized(label, max_states, nfa_limit, ctx, on_pattern)), max_states, lazy)
         except StateLimit:
             raise ctx.too_large(max_states) from None
         if isinstance(root, DFALeaf):
@@ -419,7 +427,7 @@ def _build_terminal(terminal: ir.Terminal, max_states: int) -> ByteDFA:
         if len(terminal.expr.value) + 1 > max_states:
             raise ctx.too_large(max_states)
         return dfa_literal(terminal.expr.value)
-    base = _compile(terminal.expr, max_states, ctx)
+    base = _compile(terminal.expr, max_states, ctx, lazy=kind == ir.TerminalKind.PLAIN)
     try:
         if kind == ir.TerminalKind.PLAIN:
             return base

@@ -9,6 +9,8 @@ arrays.
 from __future__ import annotations
 
 import hashlib
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -131,6 +133,52 @@ class ByteDFA:
 
     def __repr__(self) -> str:
         return f"ByteDFA(n_states={self.n_states}, fingerprint={self.fingerprint[:12]})"
+
+
+class LazyDFA(ByteDFA):
+    """A ``ByteDFA`` whose arrays are made on first use (``make()``: a finished ``ByteDFA``), for a lexeme known
+    to fit its budget before it is built (``labelled.lazy_labelled_dfa``). A per-request grammar reaches few of
+    its lexemes per document; compiling then does only the grammar-level work (DESIGN.md, "Lexemes on first
+    use"). ``nullable``, ``is_empty`` and ``exits_start`` answer without building. ``nbytes_bound``: an upper
+    bound of the built arrays' bytes (what a memo accounts for it)."""
+
+    def __init__(self, make: Callable[[], ByteDFA], *, nullable: bool, exits_start: bool, nbytes_bound: int) -> None:
+        object.__setattr__(self, "_make", make)
+        object.__setattr__(self, "_lock", threading.Lock())
+        object.__setattr__(self, "_nullable", nullable)
+        object.__setattr__(self, "exits_start", exits_start)
+        object.__setattr__(self, "nbytes_bound", nbytes_bound)
+
+    def __getattr__(self, name: str):  # type: ignore[no-untyped-def]
+        # only missing attributes reach here: the arrays before the first build
+        if name not in ("transitions", "accepting"):
+            raise AttributeError(name)
+        self.build()
+        return object.__getattribute__(self, name)
+
+    @property
+    def built(self) -> bool:
+        return "transitions" in self.__dict__
+
+    def build(self) -> None:
+        """Make the arrays now (once; threads that ask together wait for one build)."""
+        with self._lock:
+            if self.built:
+                return
+            made = self._make()
+            object.__setattr__(self, "accepting", made.accepting)
+            object.__setattr__(self, "transitions", made.transitions)
+            object.__setattr__(self, "_make", None)  # what it held (tries, labels) can go
+
+    @property
+    def nullable(self) -> bool:
+        return self._nullable
+
+    def is_empty(self) -> bool:
+        return False  # ``lazy_labelled_dfa`` makes none for the empty language
+
+    def __repr__(self) -> str:
+        return super().__repr__() if self.built else "LazyDFA(not built)"
 
 
 EMPTY_TABLE = np.zeros((0, 256), dtype=np.int32)

@@ -15,11 +15,12 @@ automaton as before. Either way the result is the language's minimal DFA.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
 from ..budget import current_budget
-from .dfa import ByteDFA, StateLimit, finalize
+from .dfa import ByteDFA, LazyDFA, StateLimit, empty_dfa, finalize
 from .nfa import reached, well_formed
 
 _LEAF = -2  # a trie entry ``_LEAF - i``: label ``i`` has read one whole spelling (its next state's root)
@@ -35,6 +36,42 @@ def labelled_dfa(
     """The minimal DFA of the automaton with ``edges`` ``(p, label's DFA, q)`` (start 0), or ``None`` where its
     labels do not make deterministic tries (see the module); raises ``StateLimit`` where the tries together
     pass ``max_states``."""
+    layout = _layout(n_states, edges, accepting, max_states)
+    return None if layout is None else _assembled(layout)
+
+
+def lazy_labelled_dfa(
+    n_states: int, edges: Sequence[tuple[int, ByteDFA, int]], accepting: Sequence[int], max_states: int
+) -> ByteDFA | None:
+    """``labelled_dfa``, its tries laid out and counted against ``max_states`` now (so it fails, or not, where
+    ``labelled_dfa`` would) and the DFA made on first use (``LazyDFA``): the table and its minimization are
+    most of the work, and most of a per-request schema's strings are never reached."""
+    layout = _layout(n_states, edges, accepting, max_states)
+    if layout is None:
+        return None
+    live = _co_reachable(layout)
+    if 0 not in live:
+        return empty_dfa()
+    return LazyDFA(lambda: _assembled(layout), nullable=0 in layout.accepting,
+                   exits_start=any(q in live for _, q in layout.leaving[0]), nbytes_bound=layout.total * 1025)
+
+
+@dataclass(frozen=True, eq=False)
+class _Layout:
+    """The tries of the states reachable from the start, laid end to end (``offset``), before the table."""
+
+    order: list[int]  # the states reachable from the start, each with its trie
+    leaving: list[list[tuple[ByteDFA, int]]]  # per state: (label, target) of its edges
+    accepting: frozenset[int]
+    tries: dict[int, np.ndarray]
+    classes: list[np.ndarray]  # each distinct trie's byte classes
+    offset: dict[int, int]  # where each state's trie starts in the table
+    total: int
+
+
+def _layout(
+    n_states: int, edges: Sequence[tuple[int, ByteDFA, int]], accepting: Sequence[int], max_states: int
+) -> _Layout | None:
     if not well_formed(n_states, edges, accepting):
         return None  # the subset construction's path says what is wrong
     leaving: list[list[tuple[ByteDFA, int]]] = [[] for _ in range(n_states)]
@@ -47,9 +84,9 @@ def labelled_dfa(
     budget = current_budget()
     tries: dict[int, np.ndarray] = {}
     classes: dict[int, np.ndarray] = {}  # id(trie) -> its byte classes
-    order = [0]  # the states reachable from the start, each with its trie
+    order = [0]
     seen = {0}
-    offset: dict[int, int] = {}  # where each state's trie starts in the table
+    offset: dict[int, int] = {}
     total = 0
     for p in order:
         budget.tick("building a string's automaton")
@@ -68,30 +105,36 @@ def labelled_dfa(
             if q not in seen:
                 seen.add(q)
                 order.append(q)
+    return _Layout(order, leaving, frozenset(accepting), tries, list(classes.values()), offset, total)
+
+
+def _assembled(layout: _Layout) -> ByteDFA:
+    """The tries side by side as one table, minimized."""
+    order, leaving, offset = layout.order, layout.leaving, layout.offset
     # bytes that every trie reads alike share a column (a trie's rows map to the table's row by row)
-    _, first_byte, class_of_byte = np.unique(np.stack(list(classes.values())).T, axis=0, return_index=True,
+    _, first_byte, class_of_byte = np.unique(np.stack(layout.classes).T, axis=0, return_index=True,
                                              return_inverse=True)
-    table = np.empty((total, len(first_byte)), dtype=np.int64)
+    table = np.empty((layout.total, len(first_byte)), dtype=np.int64)
     for p in order:
-        trie = tries[p][:, first_byte]
+        trie = layout.tries[p][:, first_byte]
         roots = np.array([offset[q] for _, q in leaving[p]] or [0], dtype=np.int64)
         start = offset[p]
         table[start:start + len(trie)] = np.where(trie >= 0, trie + start, np.where(trie == -1, -1, roots[
             np.maximum(_LEAF - trie, 0)]))
-    final = np.zeros(total, dtype=bool)
-    final[[offset[q] for q in accepting if q in offset]] = True
+    final = np.zeros(layout.total, dtype=bool)
+    final[[offset[q] for q in layout.accepting if q in offset]] = True
     # a trie's every state leads to a leaf (each label's DFA is trimmed), so where every state reached reaches
     # an accepting one, so does every byte state: no trimming
-    return finalize(table, final, class_of_byte.reshape(-1), trimmed=_reach_acceptance(order, leaving, accepting))
+    return finalize(table, final, class_of_byte.reshape(-1), trimmed=len(_co_reachable(layout)) == len(order))
 
 
-def _reach_acceptance(states: list[int], leaving: list[list[tuple[ByteDFA, int]]], accepting: Sequence[int]) -> bool:
-    """Whether each of ``states`` (closed under ``leaving``'s moves) reaches one of ``accepting``."""
-    into: dict[int, list[int]] = {q: [] for q in states}
-    for p in states:
-        for _, q in leaving[p]:
+def _co_reachable(layout: _Layout) -> set[int]:
+    """The states of ``layout.order`` (closed under its moves) from which an accepting state is reached."""
+    into: dict[int, list[int]] = {q: [] for q in layout.order}
+    for p in layout.order:
+        for _, q in layout.leaving[p]:
             into[q].append(p)
-    return len(reached((q for q in accepting if q in into), into)) == len(states)
+    return reached((q for q in layout.accepting if q in into), into)
 
 
 Labelled = tuple[int, Sequence[tuple[int, ByteDFA, int]], Sequence[int]]  # (states, edges, accepting states)

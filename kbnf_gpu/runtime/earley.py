@@ -55,7 +55,9 @@ import operator
 import threading
 from collections import defaultdict
 from collections.abc import Callable, Sequence
+from typing import Any
 
+from ..automata.dfa import ByteDFA, LazyDFA
 from ..normalize import BnfGrammar
 from ..caches import GenerationalCache, WeakTable
 
@@ -208,6 +210,36 @@ def is_dead(state: ParserState) -> bool:
     return state is DEAD or state is DEAD_UNKNOWN
 
 
+class _Unbuilt:
+    """One terminal's entry in one of the parser's per-terminal lists (``FIELDS``) while its DFA is not built
+    (``LazyDFA``): the first read builds it and puts the real entries in every list. Whether the start state
+    leads on is known without building (a prediction asks it of every terminal it meets)."""
+
+    FIELDS = ("transitions", "accepting", "has_exit", "_rows")
+    __slots__ = ("parser", "t", "field")
+
+    def __init__(self, parser: "EarleyParser", t: int, field: str) -> None:
+        self.parser, self.t, self.field = parser, t, field
+
+    def _real(self) -> Any:
+        dfa = self.parser.grammar.dfas[self.t]
+        table = getattr(self.parser, self.field)
+        if table[self.t] is self:
+            self.parser._terminal_built(self.t, dfa)
+        return table[self.t]
+
+    def __getitem__(self, q: int) -> Any:
+        if q == 0 and self.field == "has_exit":
+            return self.parser.grammar.dfas[self.t].exits_start
+        return self._real()[q]
+
+    def __setitem__(self, q: int, value: Any) -> None:
+        self._real()[q] = value
+
+    def __len__(self) -> int:
+        return len(self._real())
+
+
 class _Prediction:
     """What predicting one nonterminal adds to any set: its waiting items, scan items, predicted nonterminals.
 
@@ -261,14 +293,21 @@ class EarleyParser:
         self._predictions: list[_Prediction | None] = [None] * len(grammar.nonterminals)
         self._first: dict[int, tuple[int, ...]] = {}  # symbol -> terminals that can start it (bounded by the grammar)
         self.nullable = grammar.nullable
-        self.transitions = [d.transitions for d in grammar.dfas]
-        self.accepting = [d.accepting_list for d in grammar.dfas]
         self.term_nullable = [bool(d.nullable) for d in grammar.dfas]
-        # a pair whose DFA state has no way out is finished once its completion is done
-        self.has_exit = [d.has_exit_list for d in grammar.dfas]
-        # per terminal, per DFA state: its 256 transitions as a tuple (filled on first use; a tuple of ints, unlike
-        # a list, is not scanned by the garbage collector)
-        self._rows: list[list[tuple[int, ...] | None]] = [[None] * d.n_states for d in grammar.dfas]
+        # per terminal: its DFA's transitions, accepting states, and per state whether any byte leads on (a pair
+        # whose DFA state has no way out is finished once its completion is done); and per state its 256
+        # transitions as a tuple (filled on first use; a tuple of ints, unlike a list, is not scanned by the
+        # garbage collector). A DFA not built yet (``LazyDFA``) stands as ``_Unbuilt`` until first read.
+        self.transitions: list = []
+        self.accepting: list = []
+        self.has_exit: list = []
+        self._rows: list = []
+        for t, d in enumerate(grammar.dfas):
+            if isinstance(d, LazyDFA) and not d.built:
+                for field in _Unbuilt.FIELDS:
+                    getattr(self, field).append(_Unbuilt(self, t, field))
+            else:
+                self._terminal_built(t, d)
         self._lock = threading.Lock()
         self._sets = WeakTable()  # structure -> set
         self._set_by_uid = WeakTable()
@@ -290,6 +329,15 @@ class EarleyParser:
         self._lex_memo: GenerationalCache = GenerationalCache(memo_limit)
         earley_set, scan_pairs, accept, _, _ = self._build_set(((0, SELF),))  # held till interned
         self.initial_state = self._intern_state(scan_pairs, accept, False)
+
+    def _terminal_built(self, t: int, dfa: ByteDFA) -> None:
+        for field, value in zip(_Unbuilt.FIELDS, (dfa.transitions, dfa.accepting_list, dfa.has_exit_list,
+                                                  [None] * dfa.n_states)):
+            table = getattr(self, field)
+            if t < len(table):
+                table[t] = value
+            else:
+                table.append(value)
 
     # ------------------------------------------------------------ interning
 
