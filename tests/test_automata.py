@@ -654,7 +654,6 @@ def test_labelled_automaton_is_built_without_the_subset_construction(n_states, d
         assert not lazy.built
         assert np.array_equal(lazy.transitions, direct.transitions) and lazy.built
         assert np.array_equal(lazy.accepting, direct.accepting) and lazy.fingerprint == direct.fingerprint
-        assert lazy.nbytes_bound >= lazy.transitions.nbytes
     # between quotes (a string lexeme): chained into one automaton, again the subset construction's DFA
     quote = regexpr_to_dfa(ir.Literal(b'"'))
     chain = chained([(2, ((0, quote, 1),), (1,)), (n_states, [(p, leaves[label], q) for p, label, q in edges],
@@ -687,6 +686,31 @@ def test_lexeme_made_on_first_use_knows_its_start_without_building():
     leads_on = lazy_labelled_dfa(2, [(0, a, 1), (1, x, 1)], (0, 1), 100)
     assert (leads_on.nullable, leads_on.exits_start) == (True, True) and leads_on.has_exit_list[0]
     assert lazy_labelled_dfa(2, [(0, a, 1), (1, x, 1)], (), 100).is_empty()
+
+
+def test_terminal_memo_holds_a_lexeme_made_on_first_use_then_packs_it(monkeypatch):
+    """``build_dfa`` of a string lexeme (an automaton between quotes) gives a ``LazyDFA``; the terminal memo
+    holds it as it is, counted at the bytes its layout holds (not at a table it has not made), and hands the
+    same object to the next grammar; once built, the memo holds it packed like any other DFA, and a hit while
+    a grammar holds it still gives that object."""
+    from kbnf_gpu.automata import build
+    from kbnf_gpu.automata.dfa import LazyDFA
+    from kbnf_gpu.frontends.json_schema._strings import encode
+
+    monkeypatch.setattr(build, "_FLAT_CACHE", {})
+    label = encode(ir.CharClass(((0x61, 0x66), (0x3B1, 0x3B5))))
+    term = ir.Terminal(ir.Concat((ir.Literal(b'"'), ir.Automaton(3, ((0, label, 1), (1, label, 2), (2, label, 2)),
+                                                                 (2,)), ir.Literal(b'"'))))
+    lazy = build.build_dfa(term)
+    assert isinstance(lazy, LazyDFA) and not lazy.built
+    assert build._FLAT_CACHE[next(iter(build._FLAT_CACHE))] is lazy
+    assert build._memo_bytes[id(build._FLAT_CACHE)] == lazy.held_bytes > 0
+    assert build.build_dfa(term) is lazy and not lazy.built
+    assert lazy.matches('"aβ"'.encode()) and not lazy.matches(b'"a"') and lazy.built
+    packed = build._FLAT_CACHE[next(iter(build._FLAT_CACHE))]
+    assert isinstance(packed, build._Packed) and packed.fingerprint == lazy.fingerprint
+    assert build._memo_bytes[id(build._FLAT_CACHE)] == packed.nbytes
+    assert build.build_dfa(term) is lazy
 
 
 def test_labelled_trie_cache_is_bounded(monkeypatch):

@@ -1,6 +1,7 @@
 """Public entry points: terminals and regular expressions -> ``ByteDFA``, and DFA combinators."""
 from __future__ import annotations
 
+import functools
 import threading
 from dataclasses import dataclass
 from typing import Callable, Sequence
@@ -198,7 +199,7 @@ def _memo(cache: dict, size: int, key, make):
     more than ``size`` entries or ``_MEMO_BYTES_LIMIT`` bytes of packed tables (a server compiles new grammars
     all day; the lexemes its schemas share, a tag's pattern, stay). A DFA is held packed (``_Packed``); a hit
     returns the DFA itself while a grammar still holds it (or the same language made under another key), else
-    unpacks it. A ``LazyDFA`` is held as it is, built or not (its bytes counted at their bound)."""
+    unpacks it. A ``LazyDFA`` is held as it is until it is built (counted at what it holds), then packed."""
     with _memo_lock:
         hit = cache.pop(key, _MISSING)
         if hit is not _MISSING:
@@ -210,11 +211,29 @@ def _memo(cache: dict, size: int, key, make):
                 return live
     if hit is _MISSING:
         made = make()
-        # a DFA made on first use is held as it is (packing it would build it)
-        hit = _Packed.of(made) if isinstance(made, ByteDFA) and not isinstance(made, LazyDFA) else made
+        if isinstance(made, LazyDFA) and not made.built:
+            # held as it is (packing it would build it), and packed once built
+            object.__setattr__(made, "on_built", functools.partial(_pack_built, cache, key))
+            hit = made
+        else:
+            hit = _Packed.of(made) if isinstance(made, ByteDFA) else made
     else:
         made = hit.unpacked()
+    return _hold(cache, size, key, hit, made)
+
+
+def _pack_built(cache: dict, key, lazy: LazyDFA) -> None:
+    """A memo's ``LazyDFA``, now built: held packed from now on, like any other DFA (if it is still held)."""
+    _hold(cache, None, key, _Packed.of(lazy), lazy, replacing=lazy)
+
+
+def _hold(cache: dict, size: int | None, key, hit, made, replacing=None):  # type: ignore[no-untyped-def]
+    """Put ``hit`` in ``cache`` (most recently used), evicting the least recently used past ``size`` entries
+    or ``_MEMO_BYTES_LIMIT`` bytes; returns ``made``, or the DFA of the same language a live grammar holds.
+    ``replacing``: only in place of that entry."""
     with _memo_lock:
+        if replacing is not None and cache.get(key) is not replacing:
+            return made
         if isinstance(hit, _Packed):
             live = _shared_dfas.get(hit.fingerprint)  # the same language made under another key: one object
             if live is None:
@@ -222,7 +241,7 @@ def _memo(cache: dict, size: int, key, make):
             else:
                 made = live
         used = _memo_bytes.get(id(cache), 0) - _nbytes(cache.pop(key, None))
-        while cache and (len(cache) >= size or used + _nbytes(hit) > _MEMO_BYTES_LIMIT):
+        while cache and ((size is not None and len(cache) >= size) or used + _nbytes(hit) > _MEMO_BYTES_LIMIT):
             used -= _nbytes(cache.pop(next(iter(cache))))
         cache[key] = hit
         _memo_bytes[id(cache)] = used + _nbytes(hit)
@@ -231,7 +250,7 @@ def _memo(cache: dict, size: int, key, make):
 
 def _nbytes(entry) -> int:  # type: ignore[no-untyped-def]
     if isinstance(entry, LazyDFA):
-        return entry.nbytes_bound
+        return entry.held_bytes
     return entry.nbytes if isinstance(entry, _Packed) else 0
 
 

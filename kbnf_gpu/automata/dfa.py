@@ -139,15 +139,16 @@ class LazyDFA(ByteDFA):
     """A ``ByteDFA`` whose arrays are made on first use (``make()``: a finished ``ByteDFA``), for a lexeme known
     to fit its budget before it is built (``labelled.lazy_labelled_dfa``). A per-request grammar reaches few of
     its lexemes per document; compiling then does only the grammar-level work (DESIGN.md, "Lexemes on first
-    use"). ``nullable``, ``is_empty`` and ``exits_start`` answer without building. ``nbytes_bound``: an upper
-    bound of the built arrays' bytes (what a memo accounts for it)."""
+    use"). ``nullable``, ``is_empty`` and ``exits_start`` answer without building. ``held_bytes``: what it
+    holds until built (a memo counts it). ``on_built``: called once built (a memo packs it then)."""
 
-    def __init__(self, make: Callable[[], ByteDFA], *, nullable: bool, exits_start: bool, nbytes_bound: int) -> None:
+    def __init__(self, make: Callable[[], ByteDFA], *, nullable: bool, exits_start: bool, held_bytes: int) -> None:
         object.__setattr__(self, "_make", make)
         object.__setattr__(self, "_lock", threading.Lock())
         object.__setattr__(self, "_nullable", nullable)
         object.__setattr__(self, "exits_start", exits_start)
-        object.__setattr__(self, "nbytes_bound", nbytes_bound)
+        object.__setattr__(self, "held_bytes", held_bytes)
+        object.__setattr__(self, "on_built", None)
 
     def __getattr__(self, name: str):  # type: ignore[no-untyped-def]
         # only missing attributes reach here: the arrays before the first build
@@ -169,6 +170,9 @@ class LazyDFA(ByteDFA):
             object.__setattr__(self, "accepting", made.accepting)
             object.__setattr__(self, "transitions", made.transitions)
             object.__setattr__(self, "_make", None)  # what it held (tries, labels) can go
+            hook = self.on_built
+        if hook is not None:
+            hook(self)
 
     @property
     def nullable(self) -> bool:

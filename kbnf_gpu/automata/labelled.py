@@ -53,7 +53,8 @@ def lazy_labelled_dfa(
     if 0 not in live:
         return empty_dfa()
     return LazyDFA(lambda: _assembled(layout), nullable=0 in layout.accepting,
-                   exits_start=any(q in live for _, q in layout.leaving[0]), nbytes_bound=layout.total * 1025)
+                   exits_start=any(q in live for _, q in layout.leaving[0]),
+                   held_bytes=sum(trie.nbytes for trie in {id(t): t for t in layout.tries.values()}.values()))
 
 
 @dataclass(frozen=True, eq=False)
