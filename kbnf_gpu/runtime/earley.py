@@ -53,6 +53,7 @@ import bisect
 import itertools
 import operator
 import threading
+import weakref
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -219,18 +220,19 @@ class _Unbuilt:
     __slots__ = ("parser", "t", "field")
 
     def __init__(self, parser: "EarleyParser", t: int, field: str) -> None:
-        self.parser, self.t, self.field = parser, t, field
+        # weakly: the parser's lists hold this, and a dropped grammar's parser goes when its count does
+        self.parser, self.t, self.field = weakref.ref(parser), t, field
 
     def _real(self) -> Any:
-        dfa = self.parser.grammar.dfas[self.t]
-        table = getattr(self.parser, self.field)
+        parser = self.parser()
+        table = getattr(parser, self.field)
         if table[self.t] is self:
-            self.parser._terminal_built(self.t, dfa)
+            parser._terminal_built(self.t, parser.grammar.dfas[self.t])
         return table[self.t]
 
     def __getitem__(self, q: int) -> Any:
         if q == 0 and self.field == "has_exit":
-            return self.parser.grammar.dfas[self.t].exits_start
+            return self.parser().grammar.dfas[self.t].exits_start
         return self._real()[q]
 
     def __setitem__(self, q: int, value: Any) -> None:
