@@ -10,6 +10,7 @@ import importlib
 import functools
 import itertools
 import os
+import pickle
 import re
 import time
 
@@ -706,7 +707,9 @@ def test_terminal_memo_holds_a_lexeme_made_on_first_use_then_packs_it(monkeypatc
     assert build._FLAT_CACHE[next(iter(build._FLAT_CACHE))] is lazy
     assert build._memo_bytes[id(build._FLAT_CACHE)] == lazy.held_bytes > 0
     assert build.build_dfa(term) is lazy and not lazy.built
-    assert lazy.matches('"aβ"'.encode()) and not lazy.matches(b'"a"') and lazy.built
+    copied = pickle.loads(pickle.dumps(lazy))  # a pickle (or copy) is the built DFA
+    assert type(copied) is ByteDFA and lazy.built and copied.fingerprint == lazy.fingerprint
+    assert lazy.matches('"aβ"'.encode()) and not lazy.matches(b'"a"')
     packed = build._FLAT_CACHE[next(iter(build._FLAT_CACHE))]
     assert isinstance(packed, build._Packed) and packed.fingerprint == lazy.fingerprint
     assert build._memo_bytes[id(build._FLAT_CACHE)] == packed.nbytes

@@ -181,6 +181,11 @@ class LazyDFA(ByteDFA):
     def is_empty(self) -> bool:
         return False  # ``lazy_labelled_dfa`` makes none for the empty language
 
+    def __reduce__(self):  # type: ignore[no-untyped-def]
+        # a copy or a pickle is the built DFA (what makes it, a closure, does not pickle)
+        self.build()
+        return ByteDFA, (self.transitions, self.accepting)
+
     def __repr__(self) -> str:
         return super().__repr__() if self.built else "LazyDFA(not built)"
 
