@@ -1120,6 +1120,7 @@ def test_a_union_of_literals_is_their_minimized_trie(words, limit):
     construction gives (same fingerprint); refused only when that minimal DFA passes ``max_states`` (or, words
     of more bytes than twice that being left to the subset construction, when it does)."""
     from kbnf_gpu.automata.build import _Context, _determinized, _nfa_limit, regexpr_to_dfa
+    from kbnf_gpu.automata.dfa import LazyDFA
 
     expr = ir.Alternation(tuple(ir.Literal(w) for w in words))
     expected = _determinized(expr, 10_000, _nfa_limit(10_000), _Context("words"))
@@ -1134,3 +1135,10 @@ def test_a_union_of_literals_is_their_minimized_trie(words, limit):
         for byte in w:
             q = int(got.transitions[q][byte]) if q >= 0 else -1
         assert (q >= 0 and bool(got.accepting[q])) == (w in words), w
+    # as a grammar's terminal: made on first use when the trie fits (so the DFA does), what the parser asks
+    # before answered from the words, then the same DFA
+    lazy = build_dfa(ir.Terminal(expr), max_states=limit)
+    assert isinstance(lazy, LazyDFA) == (sum(map(len, words)) + 1 <= limit)
+    if isinstance(lazy, LazyDFA):
+        assert (lazy.nullable, lazy.exits_start) == (expected.nullable, expected.has_exit_list[0])
+        assert lazy.fingerprint == expected.fingerprint and lazy.built  # (a memo hit may have been built before)

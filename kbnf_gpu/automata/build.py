@@ -314,14 +314,18 @@ def _labels_determinized(root: Node, determinized: Callable[[Node], ByteDFA], ma
 
 
 def _compile(root: Node, max_states: int, ctx: _Context, lazy: bool = False) -> ByteDFA:
-    """Any expression tree -> ByteDFA, mapping internal limits to ``DFATooLarge``; ``lazy``: see
-    ``_labels_determinized``."""
+    """Any expression tree -> ByteDFA, mapping internal limits to ``DFATooLarge``; ``lazy``: an enum's words
+    (their trie known to fit) and the automata of ``_labels_determinized`` are made on first use."""
     if isinstance(root, ir.Alternation) and all(isinstance(x, ir.Literal) for x in root.options) and \
             sum(len(x.value) for x in root.options) < 2 * max_states:
         # an enum's words: their trie (a table of at most that many rows), minimized, where the subset
         # construction over the words' NFA costs several times more (678 enums of the second corpus)
+        words = [x.value for x in root.options]
+        if lazy and sum(map(len, words)) + 1 <= max_states:  # the trie, so the DFA, fits: made on first use
+            return LazyDFA(lambda: dfa_literal_union(words, max_states=max_states), nullable=b"" in words,
+                           exits_start=any(words), held_bytes=sum(map(len, words)))
         try:
-            return dfa_literal_union([x.value for x in root.options], max_states=max_states)
+            return dfa_literal_union(words, max_states=max_states)
         except DFATooLarge:
             raise ctx.too_large(max_states) from None
     nfa_limit = _nfa_limit(max_states)
