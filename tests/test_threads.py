@@ -99,6 +99,65 @@ def test_shared_grammar_from_many_threads_gives_one_threads_masks(llama3_vocab, 
 
 
 
+def test_lexemes_made_on_first_use_race_to_one_build(llama3_vocab):
+    """A JSON Schema's string lexemes are built on first read (``LazyDFA``); matchers of one cold grammar in
+    several threads race to build them and to put them in the parser's lists: each thread's masks equal one
+    thread's on a grammar of its own (another ``max_dfa_states``: its lexemes are other objects)."""
+    from kbnf_gpu import CompileConfig
+    from kbnf_gpu.automata.dfa import LazyDFA
+
+    schema = {"type": "array", "items": {"type": "object", "additionalProperties": False, "properties": {
+        "id": {"type": "string", "pattern": "^[a-h]{2}[0-7]{1,3}$"},
+        "tag": {"type": "string", "pattern": "^t-[a-z]+$", "maxLength": 9},
+        "kind": {"enum": ["alpha-kind", "beta-kind", "gamma-kind"]}}}}
+    docs = [json.dumps(d, separators=(",", ":")) for d in (
+        [{"id": "ab12", "tag": "t-xyz", "kind": "beta-kind"}, {"id": "hh7", "kind": "alpha-kind"}],
+        [{"tag": "t-q"}, {"id": "cd765", "kind": "gamma-kind"}], [], [{"id": "ee0", "tag": "t-abcdefg"}])]
+    alone = compile_grammar(schema, llama3_vocab, "json_schema", config=CompileConfig(max_dfa_states=9_999))
+    paths = [greedy_tokens(alone, d.encode()) for d in docs]
+    expected = [trace(alone, p) for p in paths]
+    shared = compile_grammar(schema, llama3_vocab, "json_schema")
+    lazy = [d for d in shared.bnf.dfas if isinstance(d, LazyDFA)]
+    assert len(lazy) >= 3 and not any(d.built for d in lazy)
+    results: dict[int, list[np.ndarray]] = {}
+
+    def work(i: int) -> None:
+        results[i] = trace(shared, paths[i])
+
+    errors = race(work)
+    assert not errors, errors
+    assert all(d.built for d in lazy)
+    for j, exp in enumerate(expected):
+        assert len(results[j]) == len(exp)
+        for step, (a, b) in enumerate(zip(results[j], exp)):
+            assert np.array_equal(a, b), (j, step)
+
+
+def test_a_lexeme_read_by_threads_at_once_is_built_once():
+    """Threads that read an unbuilt ``LazyDFA`` together wait for one build and all see its arrays."""
+    from kbnf_gpu.automata import dfa_literal
+    from kbnf_gpu.automata.dfa import LazyDFA
+
+    made = []
+    start = threading.Event()
+
+    def make():
+        made.append(1)
+        start.wait(0.05)  # the first builder holds the build open while the others ask
+        return dfa_literal(b"abc")
+
+    lazy = LazyDFA(make, nullable=False, exits_start=True, held_bytes=0)
+    seen: list = []
+
+    def work(i: int) -> None:
+        seen.append((lazy.transitions, lazy.accepting_list))
+
+    errors = race(work, 6)
+    assert not errors, errors
+    assert made == [1] and len(seen) == 6
+    assert all(t is seen[0][0] for t, _ in seen) and lazy.matches(b"abc") and not lazy.matches(b"ab")
+
+
 class _PausingWeakDict(WeakTable):
     """A ``WeakTable`` whose stores pause until ``go`` is set (at most 2 s): the window between two
     publications of one interned object, held open for another thread to look into."""
