@@ -327,3 +327,52 @@ def test_property_names_with_choices_exact(schema: dict) -> None:
     for v in NAMES_VALUES:
         got = check_parser(parser, json.dumps(v)).status == "complete"
         assert got == validator.is_valid(v), (schema, v, got)
+
+
+ENUM_VALUES: list[Any] = ["a", "b", "c", "ab", "x@1", "x@2", "y@1", 1, 2, True, None, [], {}, "A", 0, "x@3"]
+ENUM_CHOICES = [
+    {"anyOf": [{"enum": ["a", "b"]}, {"const": "c"}, {"enum": ["b", 1], "description": "annotations aside"}]},
+    {"oneOf": [{"enum": ["a", "b"]}, {"const": "b"}, {"enum": [1, "c"]}, {"const": 1.0}]},  # 1 == 1.0: in two
+    {"oneOf": [{"const": "a"}, {"const": "a"}]},  # every value in two branches: nothing
+    {"anyOf": [{"enum": []}, {"enum": []}]},
+    # a pattern beside a choice of names (azure-pipelines' tasks): one enum, validated against the pattern
+    {"type": "string", "pattern": "^x@", "anyOf": [{"enum": ["x@1", "y@1"]}, {"const": "x@2"}, {"const": "ab"}]},
+    {"allOf": [{"anyOf": [{"pattern": "^x"}, {"pattern": "^y"}]}, {"oneOf": [{"const": "x@1"}, {"const": "y@1"},
+                                                                            {"const": "c"}]}]},
+    # not a choice of enums (a branch with another keyword): distributed as before
+    {"anyOf": [{"enum": ["a", "b"]}, {"type": "integer"}]},
+    {"not": {"anyOf": [{"const": "a"}, {"const": 2}]}, "type": ["string", "integer"]},
+]
+
+
+@pytest.mark.parametrize("schema", ENUM_CHOICES, ids=[f"enums{i}" for i in range(len(ENUM_CHOICES))])
+def test_choices_of_enums_exact(schema: dict) -> None:
+    """An ``anyOf``/``oneOf`` whose branches are all ``enum``/``const`` is one enum (``oneOf``: the values of
+    exactly one branch), brute force against ``jsonschema``."""
+    validator = jsonschema.Draft202012Validator(schema)
+    try:
+        parser = EarleyParser(normalize(parse_json_schema(schema)))
+    except ValueError as e:
+        assert "unsatisfiable" in str(e)
+        assert not any(validator.is_valid(v) for v in ENUM_VALUES)
+        return
+    for v in ENUM_VALUES:
+        got = check_parser(parser, json.dumps(v)).status == "complete"
+        assert got == validator.is_valid(v), (schema, v, got)
+
+
+def test_a_pattern_beside_many_enum_branches_is_one_rule_not_one_per_branch() -> None:
+    """A conjunction of a pattern and an ``anyOf`` of ``n`` consts was ``n`` rules (each validating its value
+    against the pattern, most of them empty); as one enum it is one terminal, and it needs no
+    ``max_schema_branches`` room (a product of two such choices would pass it)."""
+    names = [f"task{i}@1" for i in range(300)]
+    schema = {"type": "object", "additionalProperties": False, "required": ["a", "b"], "properties": {
+        "a": {"pattern": "^task1", "anyOf": [{"const": n} for n in names]},
+        "b": {"allOf": [{"anyOf": [{"const": n} for n in names]}, {"anyOf": [{"enum": [n]} for n in names]}]}}}
+    grammar = parse_json_schema(schema)
+    assert len(grammar.rules) < 40, len(grammar.rules)
+    parser = EarleyParser(normalize(grammar))
+    validator = jsonschema.Draft202012Validator(schema)
+    for a, b in (("task1@1", "task7@1"), ("task12@1", "task299@1"), ("task2@1", "task7@1"), ("task1@1", "x")):
+        text = json.dumps({"a": a, "b": b}, separators=(",", ":"))
+        assert (check_parser(parser, text).status == "complete") == validator.is_valid({"a": a, "b": b}), text

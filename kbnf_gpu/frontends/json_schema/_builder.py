@@ -25,7 +25,8 @@ from ._fsm import DFA, TooLarge, automaton_expr, combine, intersection_dfa, is_u
 from ._layout import Layout
 from ._long_strings import STRING_CHUNK, chunked_pattern, counted_string, threaded_string
 from ._merge import (DEPENDENCIES, Atom, Merged, Unsatisfiable, choice_product, constraining, dependency_branches,
-                     expand, first_choice, if_branches, merge, negation, not_branches, tighter_hi, tighter_lo)
+                     enum_choice, expand, first_choice, if_branches, merge, negation, not_branches, tighter_hi,
+                     tighter_lo)
 from ._objects import Member, TooManyStates, object_expr
 from ._oneof import disjoint, exclusive
 from ._pattern import PatternError, pattern_language, search
@@ -301,10 +302,16 @@ class Builder:
         if choice is None:
             return None
         i, kw, n = choice
+        ptr, skip = atoms[i]
+        values = enum_choice(self.doc, ptr, kw) if kw in ("anyOf", "oneOf") else None
+        if values is not None:  # one branch: the values as one enum (exact: see ``enum_choice``)
+            if not values:
+                return child(ptr, kw), []
+            enum = (self.doc.synthetic({"enum": values}, child(ptr, kw)), frozenset())
+            return child(ptr, kw), [atoms[:i] + ((ptr, skip | {kw}), enum) + atoms[i + 1:]]
         # distributing every anyOf/oneOf of a conjunction makes the product of their widths in rules
         current_budget().check("max_schema_branches", choice_product(self.doc, atoms),
                                "combinations of anyOf/oneOf branches", pointer=self.doc.show(child(atoms[i][0], kw)))
-        ptr, skip = atoms[i]
         if kw in DEPENDENCIES:
             branches = dependency_branches(self.doc, atoms, i, kw)
         elif kw == "if":

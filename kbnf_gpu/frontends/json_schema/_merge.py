@@ -178,6 +178,33 @@ def not_branches(doc: Document, atoms: tuple[Atom, ...], i: int) -> list[tuple[A
     return [atoms[:i] + ((ptr, skip | {"not"}), (doc.synthetic(neg, child(ptr, "not")), frozenset())) + atoms[i + 1:]]
 
 
+def enum_choice(doc: Document, ptr: str, kw: str) -> Optional[list[Any]]:
+    """The values of an ``anyOf``/``oneOf`` at ``ptr`` whose every branch is an ``enum`` or a ``const`` (their
+    annotations aside), as one ``enum``: every branch's values for ``anyOf``, those in exactly one branch for
+    ``oneOf``; ``None`` for any other choice. Distributed branch by branch, a conjunction with ``n`` such
+    branches made ``n`` rules, each validating its values against the rest (azure-pipelines: 259 task names
+    against each of 259 task patterns, 67,000 rules, most of them empty)."""
+    from ._validate import json_key  # (``_validate`` reads this module's neighbours; imported on use)
+
+    branches = doc.resolve(child(ptr, kw))
+    groups: list[list[Any]] = []
+    for branch in branches if isinstance(branches, list) else ():
+        keys = constraining(branch) if isinstance(branch, dict) else None
+        if keys == ["enum"] and isinstance(branch["enum"], list):
+            groups.append(branch["enum"])
+        elif keys == ["const"]:
+            groups.append([branch["const"]])
+        else:
+            return None
+    counts: dict[Any, int] = {}
+    values: dict[Any, Any] = {}
+    for group in groups:
+        for key, value in {json_key(v): v for v in group}.items():
+            counts[key] = counts.get(key, 0) + 1
+            values.setdefault(key, value)
+    return [v for key, v in values.items() if kw == "anyOf" or counts[key] == 1]
+
+
 def if_branches(doc: Document, atoms: tuple[Atom, ...], i: int) -> list[tuple[Atom, ...]]:
     """``if``/``then``/``else`` as two disjoint branches, ``if`` ∧ ``then`` and (not ``if``) ∧ ``else``,
     where ``negation`` can write the negated ``if``. Without ``then`` no negation is needed (``if`` or
@@ -316,12 +343,13 @@ def dependency_branches(doc: Document, atoms: tuple[Atom, ...], i: int, kw: str)
 
 
 def choice_product(doc: Document, atoms: tuple[Atom, ...]) -> int:
-    """The number of branch combinations of every ``anyOf``/``oneOf`` (and dependency) left in a conjunction."""
+    """The number of branch combinations of every ``anyOf``/``oneOf`` (and dependency) left in a conjunction
+    (a choice of enums is one enum: one branch)."""
     product = 1
     for ptr, skip in atoms:
         sch = doc.resolve(ptr)
         for kw in ("anyOf", "oneOf"):
-            if kw in sch and kw not in skip and isinstance(sch[kw], list):
+            if kw in sch and kw not in skip and isinstance(sch[kw], list) and enum_choice(doc, ptr, kw) is None:
                 product *= max(1, len(sch[kw]))
         for kw in DEPENDENCIES:
             if kw in sch and kw not in skip and isinstance(sch[kw], dict):
