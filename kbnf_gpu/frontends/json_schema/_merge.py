@@ -17,6 +17,7 @@ from decimal import Decimal
 from typing import Any, Optional
 
 from ._document import IGNORED, TYPES, UNSUPPORTED, Document, child
+from ._validate import json_key
 
 Atom = tuple[str, frozenset[str]]
 ALL_TYPES = frozenset({"null", "boolean", "object", "array", "string", "int", "frac"})
@@ -184,8 +185,6 @@ def enum_choice(doc: Document, ptr: str, kw: str) -> Optional[list[Any]]:
     ``oneOf``; ``None`` for any other choice. Distributed branch by branch, a conjunction with ``n`` such
     branches made ``n`` rules, each validating its values against the rest (azure-pipelines: 259 task names
     against each of 259 task patterns, 67,000 rules, most of them empty)."""
-    from ._validate import json_key  # (``_validate`` reads this module's neighbours; imported on use)
-
     branches = doc.resolve(child(ptr, kw))
     groups: list[list[Any]] = []
     for branch in branches if isinstance(branches, list) else ():
