@@ -673,6 +673,39 @@ def test_labelled_automaton_is_built_without_the_subset_construction(n_states, d
     assert np.array_equal(chained_dfa.accepting, subset.accepting), edges
 
 
+@SETTINGS
+@given(st.data())
+def test_one_label_trie_is_the_product_walks(data):
+    """A state reading one label takes its trie from the label's own table (``_one_label_trie``): the very array
+    the product walk builds, or ``None`` where it gives none (a spelling that goes on past another's end)."""
+    from kbnf_gpu.automata import labelled
+    from kbnf_gpu.frontends.json_schema._strings import encode
+
+    if data.draw(st.booleans()):
+        points = data.draw(st.lists(st.sampled_from(_SPELLED_POINTS), min_size=1, unique=True))
+        label = regexpr_to_dfa(encode(ir.CharClass(tuple((c, c) for c in sorted(points)))))
+    else:
+        # words over two letters: one is often a prefix of another (no trie then)
+        words = data.draw(st.lists(st.text("ab\xe9", min_size=1, max_size=3), min_size=1, max_size=6, unique=True))
+        label = regexpr_to_dfa(ir.Alternation(tuple(ir.Literal(w.encode()) for w in words)))
+    fast, walked = labelled._one_label_trie(label), labelled._product_trie((label,))
+    assert (fast is None) == (walked is None)
+    if fast is not None:
+        assert fast.dtype == walked.dtype and np.array_equal(fast, walked)
+
+
+def test_one_label_trie_of_a_large_class():
+    """The trie of a spelled ``\\p{L}\\p{N}`` (hundreds of states: raw UTF-8 and ``\\u`` escapes) is the product
+    walk's."""
+    from kbnf_gpu.automata import labelled
+    from kbnf_gpu.frontends.json_schema import _charset as cs
+    from kbnf_gpu.frontends.json_schema._strings import unit
+
+    label = regexpr_to_dfa(unit(cs.union(cs.unicode_category("L"), cs.unicode_category("N"))))
+    fast = labelled._one_label_trie(label)
+    assert label.n_states > 500 and np.array_equal(fast, labelled._product_trie((label,)))
+
+
 def test_lexeme_made_on_first_use_knows_its_start_without_building():
     """``exits_start`` is whether the built DFA's start leads on: not whether the start has edges (an edge
     into states that never accept is trimmed), so ``"" | a x*`` without ``x*`` accepting is the empty string
