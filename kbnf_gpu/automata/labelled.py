@@ -233,10 +233,10 @@ def _product_trie(labels: tuple[ByteDFA, ...]) -> np.ndarray | None:
 
 
 def _one_label_trie(label: ByteDFA) -> np.ndarray | None:
-    """``_product_trie`` of one label (most states of a string's automaton read one class), the same array:
-    the label's own table, its accepting states made leaves, its other states numbered as the product walk
-    finds them (each row's targets in ascending order), in a few array operations instead of a product state
-    at a time (a spelled ``\\p{L}``: 800 states, 35 -> 2 ms)."""
+    """``_product_trie`` of a state reading one label, the same array: the label's own table, its accepting
+    states made leaves, its other states numbered as the product walk finds them (each row's targets in
+    ascending order), in a few array operations instead of a product state at a time (a spelled ``\\p{L}``:
+    800 states, 35 -> 2 ms; the second corpus's 510 such tries, 0.36 -> 0.08 s)."""
     table = label.transitions
     accepting = label.accepting
     if (accepting & (table >= 0).any(axis=1)).any():
