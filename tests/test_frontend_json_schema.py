@@ -1312,6 +1312,35 @@ def test_threaded_strings_exact(schema: dict) -> None:
 
 
 @needs_check
+def test_a_threaded_string_repeated_in_a_schema_is_made_once() -> None:
+    """The same constraints and lengths at many places (QuickSight: 89 copies of one) are threaded once: the
+    rules do not grow with the copies, and every place keeps the language (brute force); where threading
+    reports a problem (not strict), each place reports its own."""
+    string = {"type": "string", "pattern": "^[a-c]+(-[a-c]+)*$", "minLength": 2, "maxLength": 400}
+
+    def schema(n: int) -> dict:
+        return {"type": "object", "additionalProperties": False,
+                "properties": {f"p{i}": dict(string, description=f"copy {i}") for i in range(n)}}
+
+    one, five = (len(parse_json_schema(schema(n)).rules) for n in (1, 5))
+    assert one > 40 and five - one <= 4 * 4, (one, five)  # threaded once; each more member: its object's rules
+    chk, v = Checker(schema(3)), validator(schema(3))
+    rnd = random.Random(3)
+    for _ in range(60):
+        doc = {f"p{i}": "".join(rnd.choice(["a", "b", "c", "-", "ab"]) for _ in range(rnd.choice([1, 8, 210])))
+               for i in range(3) if rnd.random() < 0.8}
+        text = json.dumps(doc, separators=(",", ":"))
+        assert chk.complete(text) == v.is_valid(doc), text
+    arn = {"type": "string", "pattern": "arn:aws(-[^:]+)?:iam::[0-9]{12}:role/.+", "minLength": 20,
+           "maxLength": 2048}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        parse_json_schema({"type": "object", "properties": {"a": arn, "b": dict(arn)}}, strict=False)
+    said = [str(w.message) for w in caught if issubclass(w.category, JsonSchemaWarning)]
+    assert any("'/properties/a'" in m for m in said) and any("'/properties/b'" in m for m in said), said
+
+
+@needs_check
 @pytest.mark.parametrize(
     "schema, word, pieces, tails",
     [

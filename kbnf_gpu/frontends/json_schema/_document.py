@@ -149,6 +149,11 @@ class Document:
             raise located(GrammarError(text + " (pass strict=False to ignore it)"), self.show(location))
         self.warn(text + "; ignored")
 
+    @property
+    def warnings_given(self) -> int:
+        """How many distinct warnings this document has given."""
+        return len(self._warned)
+
     def warn(self, text: str) -> None:
         if text not in self._warned:
             self._warned.add(text)
