@@ -49,11 +49,10 @@ def lazy_labelled_dfa(
     layout = _layout(n_states, edges, accepting, max_states)
     if layout is None:
         return None
-    live = _co_reachable(layout)
-    if 0 not in live:
+    if 0 not in layout.live:
         return empty_dfa()
     return LazyDFA(lambda: _assembled(layout), nullable=0 in layout.accepting,
-                   exits_start=any(q in live for _, q in layout.leaving[0]),
+                   exits_start=any(q in layout.live for _, q in layout.leaving[0]),
                    held_bytes=sum(trie.nbytes for trie in {id(t): t for t in layout.tries.values()}.values()))
 
 
@@ -68,6 +67,7 @@ class _Layout:
     classes: list[np.ndarray]  # each distinct trie's byte classes
     offset: dict[int, int]  # where each state's trie starts in the table
     total: int
+    live: set[int]  # the states of ``order`` from which an accepting state is reached
 
 
 def _layout(
@@ -106,7 +106,8 @@ def _layout(
             if q not in seen:
                 seen.add(q)
                 order.append(q)
-    return _Layout(order, leaving, frozenset(accepting), tries, list(classes.values()), offset, total)
+    return _Layout(order, leaving, frozenset(accepting), tries, list(classes.values()), offset, total,
+                   _co_reachable(order, leaving, accepting))
 
 
 def _assembled(layout: _Layout) -> ByteDFA:
@@ -126,16 +127,16 @@ def _assembled(layout: _Layout) -> ByteDFA:
     final[[offset[q] for q in layout.accepting if q in offset]] = True
     # a trie's every state leads to a leaf (each label's DFA is trimmed), so where every state reached reaches
     # an accepting one, so does every byte state: no trimming
-    return finalize(table, final, class_of_byte.reshape(-1), trimmed=len(_co_reachable(layout)) == len(order))
+    return finalize(table, final, class_of_byte.reshape(-1), trimmed=len(layout.live) == len(order))
 
 
-def _co_reachable(layout: _Layout) -> set[int]:
-    """The states of ``layout.order`` (closed under its moves) from which an accepting state is reached."""
-    into: dict[int, list[int]] = {q: [] for q in layout.order}
-    for p in layout.order:
-        for _, q in layout.leaving[p]:
+def _co_reachable(states: list[int], leaving: list[list[tuple[ByteDFA, int]]], accepting: Sequence[int]) -> set[int]:
+    """The ``states`` (closed under ``leaving``'s moves) from which one of ``accepting`` is reached."""
+    into: dict[int, list[int]] = {q: [] for q in states}
+    for p in states:
+        for _, q in leaving[p]:
             into[q].append(p)
-    return reached((q for q in layout.accepting if q in into), into)
+    return reached((q for q in accepting if q in into), into)
 
 
 Labelled = tuple[int, Sequence[tuple[int, ByteDFA, int]], Sequence[int]]  # (states, edges, accepting states)

@@ -185,6 +185,20 @@ def enum_choice(doc: Document, ptr: str, kw: str) -> Optional[list[Any]]:
     ``oneOf``; ``None`` for any other choice. Distributed branch by branch, a conjunction with ``n`` such
     branches made ``n`` rules, each validating its values against the rest (azure-pipelines: 259 task names
     against each of 259 task patterns, 67,000 rules, most of them empty)."""
+    groups = _enum_groups(doc, ptr, kw)
+    if groups is None:
+        return None
+    counts: dict[Any, int] = {}
+    values: dict[Any, Any] = {}
+    for group in groups:
+        for key, value in {json_key(v): v for v in group}.items():
+            counts[key] = counts.get(key, 0) + 1
+            values.setdefault(key, value)
+    return [v for key, v in values.items() if kw == "anyOf" or counts[key] == 1]
+
+
+def _enum_groups(doc: Document, ptr: str, kw: str) -> Optional[list[list[Any]]]:
+    """Each branch's values where every branch of the choice is an ``enum`` or a ``const``, else ``None``."""
     branches = doc.resolve(child(ptr, kw))
     groups: list[list[Any]] = []
     for branch in branches if isinstance(branches, list) else ():
@@ -195,13 +209,7 @@ def enum_choice(doc: Document, ptr: str, kw: str) -> Optional[list[Any]]:
             groups.append([branch["const"]])
         else:
             return None
-    counts: dict[Any, int] = {}
-    values: dict[Any, Any] = {}
-    for group in groups:
-        for key, value in {json_key(v): v for v in group}.items():
-            counts[key] = counts.get(key, 0) + 1
-            values.setdefault(key, value)
-    return [v for key, v in values.items() if kw == "anyOf" or counts[key] == 1]
+    return groups
 
 
 def if_branches(doc: Document, atoms: tuple[Atom, ...], i: int) -> list[tuple[Atom, ...]]:
@@ -348,7 +356,7 @@ def choice_product(doc: Document, atoms: tuple[Atom, ...]) -> int:
     for ptr, skip in atoms:
         sch = doc.resolve(ptr)
         for kw in ("anyOf", "oneOf"):
-            if kw in sch and kw not in skip and isinstance(sch[kw], list) and enum_choice(doc, ptr, kw) is None:
+            if kw in sch and kw not in skip and isinstance(sch[kw], list) and _enum_groups(doc, ptr, kw) is None:
                 product *= max(1, len(sch[kw]))
         for kw in DEPENDENCIES:
             if kw in sch and kw not in skip and isinstance(sch[kw], dict):
