@@ -81,6 +81,28 @@ def test_undefined_reference_names_rule_and_position():
     assert "missing" in str(info.value)
 
 
+A = ir.Terminal(ir.Literal(b"a"))
+
+
+@pytest.mark.parametrize("body", [
+    ir.Ref("missing", ir.Span(4, 2)),  # a rule that is only the reference
+    ir.Sequence((A, ir.Repetition(ir.Ref("missing", ir.Span(4, 2)), 0, 3))),  # inside a helper rule
+    ir.Choice((A, ir.Sequence((A, ir.Ref("missing", ir.Span(4, 2)))))),
+])
+@pytest.mark.parametrize("start", ["s", "nowhere"])
+def test_undefined_reference_is_reported_before_other_errors(body: ir.Expr, start: str) -> None:
+    """Desugaring stops at the first problem; the undefined reference, wherever it is, is still the error
+    reported (before an earlier rule's bad bounds, and before a missing start rule)."""
+    grammar = ir.Grammar(rules=(
+        ir.Rule("s", ir.Sequence((ir.Repetition(A, 3, 1), ir.Ref("r")))),  # bad bounds, met first
+        ir.Rule("r", body),
+    ), start=start, syntax="test")
+    with pytest.raises(GrammarError) as info:
+        normalize(grammar)
+    assert "undefined nonterminal 'missing'" in str(info.value)
+    assert (info.value.line, info.value.column, info.value.rule) == (4, 2, "r")
+
+
 def test_unproductive_start_is_an_error():
     grammar = ir.Grammar(rules=(ir.Rule("s", ir.Sequence((ir.Terminal(ir.Literal(b"a")), ir.Ref("s")))),),
                          start="s", syntax="test")

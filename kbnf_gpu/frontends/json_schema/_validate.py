@@ -100,7 +100,6 @@ class Validator:
         return True
 
     def _keyword(self, kw: str, arg: Any, sch: dict, v: Any, ptr: str, skip: frozenset[str], d: int) -> bool:
-        here = child(ptr, kw)
         if kw in ("$ref", "$dynamicRef"):
             target = self.doc.ref_target(arg, ptr) if kw == "$ref" else self.doc.dynamic_target(arg, ptr)
             return target is None or self.valid(v, target, frozenset(), d)
@@ -112,13 +111,13 @@ class Validator:
         if kw == "const":
             return equal(v, arg)
         if kw == "allOf":
-            return all(self.valid(v, child(here, i), frozenset(), d) for i in range(len(arg)))
+            return all(self.valid(v, child(ptr, kw, i), frozenset(), d) for i in range(len(arg)))
         if kw == "anyOf":
-            return any(self.valid(v, child(here, i), frozenset(), d) for i in range(len(arg)))
+            return any(self.valid(v, child(ptr, kw, i), frozenset(), d) for i in range(len(arg)))
         if kw == "oneOf":
-            return sum(self.valid(v, child(here, i), frozenset(), d) for i in range(len(arg))) == 1
+            return sum(self.valid(v, child(ptr, kw, i), frozenset(), d) for i in range(len(arg))) == 1
         if kw == "not":
-            return not self.valid(v, here, frozenset(), d)
+            return not self.valid(v, child(ptr, kw), frozenset(), d)
         if isinstance(v, str):
             return self._string(kw, arg, v)
         if _is_type(v, "number"):
