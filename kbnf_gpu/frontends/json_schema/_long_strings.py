@@ -219,6 +219,7 @@ def _thread(b: "Builder", d: DFA, lo: int, hi: Optional[int], C: int, bounded_re
     work = [key(0, 0)]
     queued = set(work)
     budget = current_budget()
+    keys: dict[tuple[int, int], tuple[int, int]] = {}  # ``key``'s answers: every state a count leads to asks
     while work:
         budget.tick("threading a string's length limits")
         p, j = rule = work.pop()
@@ -235,8 +236,16 @@ def _thread(b: "Builder", d: DFA, lo: int, hi: Optional[int], C: int, bounded_re
         if step is not None and p not in after:
             after[p] = sorted(_after(d, {p}, C))
         # a state whose shortest rest no longer fits under ``maxLength`` is no rule (its language is empty)
-        plan[rule] = [] if step is None else [(q, key(q, step)) for q in after[p]
-                                               if hi is None or step * C + shortest[q] <= hi]
+        if step is None:
+            plan[rule] = []
+        else:
+            nexts = plan[rule] = []
+            for q in after[p]:
+                if hi is None or step * C + shortest[q] <= hi:
+                    nxt = keys.get((q, step))
+                    if nxt is None:
+                        nxt = keys[(q, step)] = key(q, step)
+                    nexts.append((q, nxt))
         if plan[rule]:
             chunked.add(p)
         tails.add(p)
@@ -320,35 +329,39 @@ def _thread(b: "Builder", d: DFA, lo: int, hi: Optional[int], C: int, bounded_re
             end_terms[(p, lo_, hi_)] = found
         return end_terms[(p, lo_, hi_)]
 
-    # a body is a tuple of pieces per alternative (an expression, or the key of the rule it goes on with); every
-    # lexeme is made before the builder gets a rule or a name, so a TooLarge leaves it untouched
-    bodies: dict[tuple[int, int], list[tuple]] = {}
-    counted_rests: list[tuple[tuple[int, int], ir.Terminal]] = []
+    # every lexeme is made before the builder gets a rule or a name, so a TooLarge leaves it untouched: each
+    # rule's tail and the chunk lexemes of its state first, then the rules (one pass over their alternatives)
+    tail_terms: dict[tuple[int, int], Optional[ir.Terminal]] = {}
+    repeated_chunks: dict[tuple[int, int], Optional[ir.Terminal]] = {}
     for rule, nexts in plan.items():
         p, _ = rule
         first_len, last_len = tail_lengths[rule]
         if rule in repeated:
             for _, _, fewest, most in _spans(first_len, last_len, C):
                 end(p, fewest, most)
-            counted_rests.append((rule, node_term(languages.exact_roots(p, C).get(p, PathLanguages.EMPTY),
-                                                  "string_chunk")))
+            chunk_node = languages.exact_roots(p, C).get(p, PathLanguages.EMPTY)
+            repeated_chunks[rule] = node_term(chunk_node, "string_chunk")
             continue
-        alts: list[tuple] = []
-        if last_len is None or first_len <= last_len:
-            t = end(p, first_len, last_len)
-            if t is not None:
-                alts.append((t,))
+        tail_terms[rule] = end(p, first_len, last_len) if last_len is None or first_len <= last_len else None
+        if nexts:
+            chunks(p)
+    counted_rests = {rule: counted_pieces(b, *tail_lengths[rule], C, chunk,
+                                          lambda lo_, hi_, p=rule[0]: end(p, lo_, hi_))
+                     for rule, chunk in repeated_chunks.items()}
+    refs = {r: ir.Ref(b.fresh(f"string_{r[0]}_{'free' if r[1] == FREE else r[1]}")) for r in plan}
+    for rule, nexts in plan.items():
+        alts = counted_rests.get(rule)
+        if alts is not None:
+            b.add_rule(refs[rule].name, [alt[0] if len(alt) == 1 else ir.Sequence(alt) for alt in alts])
+            continue
+        body: list[ir.Expr] = []
+        tail = tail_terms[rule]
+        if tail is not None:
+            body.append(tail)
         if nexts:
             to = dict(nexts)
-            alts.extend((term, to[q]) for q, term in chunks(p) if q in to)
-        bodies[rule] = alts
-    for rule, chunk in counted_rests:
-        first_len, last_len = tail_lengths[rule]
-        bodies[rule] = counted_pieces(b, first_len, last_len, C, chunk, lambda lo_, hi_: end(rule[0], lo_, hi_))
-    refs = {r: ir.Ref(b.fresh(f"string_{r[0]}_{'free' if r[1] == FREE else r[1]}")) for r in bodies}
-    for r, alts in bodies.items():
-        pieces = [tuple(refs[x] if isinstance(x, tuple) else x for x in alt) for alt in alts]
-        b.add_rule(refs[r].name, [alt[0] if len(alt) == 1 else ir.Sequence(alt) for alt in pieces])
+            body.extend(ir.Sequence((term, refs[to[q]])) for q, term in chunk_terms[rule[0]] if q in to)
+        b.add_rule(refs[rule].name, body)
     return ir.Sequence((b.term(close, "quote"), refs[key(0, 0)]))
 
 
