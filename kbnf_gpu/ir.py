@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Union
+from typing import Iterator, Union
 
 # ---------------------------------------------------------------- positions
 
@@ -203,6 +203,22 @@ def children(expr: Expr) -> tuple[Expr, ...]:
     if isinstance(expr, Repetition):
         return (expr.item,)
     return ()
+
+
+def references(expr: Expr) -> Iterator[Ref]:
+    """The references in ``expr``, depth first with an explicit stack (no recursion however deep it nests)."""
+    stack: list[Expr] = [expr]
+    while stack:
+        e = stack.pop()
+        kind = type(e)
+        if kind is Ref:
+            yield e  # type: ignore[misc]
+        elif kind is Sequence:
+            stack.extend(e.items)  # type: ignore[union-attr]
+        elif kind is Choice:
+            stack.extend(e.alternatives)  # type: ignore[union-attr]
+        elif kind is Repetition:
+            stack.append(e.item)  # type: ignore[union-attr]
 
 
 @dataclass(frozen=True)

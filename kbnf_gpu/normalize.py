@@ -345,7 +345,7 @@ class _Builder:
         bodies: dict[int, list[ir.Expr]] = defaultdict(list)
         for rule in self.grammar.rules:
             bodies[self.index[rule.name]].append(rule.body)
-        by_lhs = {nt: [tuple(self.index[r.name] for b in bs for r in _refs(b))] for nt, bs in bodies.items()}
+        by_lhs = {nt: [tuple(self.index[r.name] for b in bs for r in ir.references(b))] for nt, bs in bodies.items()}
         for nt, self_recursive in _singleton_sccs_postorder(by_lhs):
             exprs = bodies[nt]
             body = exprs[0] if len(exprs) == 1 else ir.Choice(tuple(exprs))
@@ -522,34 +522,9 @@ def _flatten_sequence(expr: ir.Expr) -> list[ir.Expr]:
     return out
 
 
-def _refs(expr: ir.Expr) -> list[ir.Ref]:
-    refs: list[ir.Ref] = []
-    stack: list[ir.Expr] = [expr]
-    while stack:
-        e = stack.pop()
-        if isinstance(e, ir.Ref):
-            refs.append(e)
-        else:
-            stack.extend(ir.children(e))
-    return refs
-
-
 def _undefined_ref(expr: ir.Expr, defined: dict[str, int]) -> ir.Ref | None:
     """The first reference in ``expr`` to a name not in ``defined`` (None: all are defined)."""
-    stack: list[ir.Expr] = [expr]
-    while stack:
-        e = stack.pop()
-        kind = type(e)
-        if kind is ir.Ref:
-            if e.name not in defined:
-                return e
-        elif kind is ir.Sequence:
-            stack.extend(e.items)
-        elif kind is ir.Choice:
-            stack.extend(e.alternatives)
-        elif kind is ir.Repetition:
-            stack.append(e.item)
-    return None
+    return next((ref for ref in ir.references(expr) if ref.name not in defined), None)
 
 
 # ----------------------------------------------------------------- cleanup
@@ -639,7 +614,7 @@ def _linear_recursion_body(name: str, body: ir.Expr) -> ir.Expr | None:
     alternatives = _flatten_choice(body) if isinstance(body, ir.Choice) else [body]
     for alt in alternatives:
         items = _flatten_sequence(alt)
-        count = sum(1 for ref in _refs(alt) if ref.name == name)
+        count = sum(1 for ref in ir.references(alt) if ref.name == name)
         if count == 0:
             bases.append(alt)
         elif count == 1 and isinstance(items[-1], ir.Ref) and items[-1].name == name:

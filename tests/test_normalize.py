@@ -262,3 +262,21 @@ def test_normalize_on_its_own_runs_under_one_budget(monkeypatch):
     monkeypatch.setattr(budget, "_DEFAULT_CONFIG", CompileConfig(time_budget_s=1e-9))
     with pytest.raises(CompileBudgetExceeded, match="time_budget_s"):
         normalize(grammar, NormalizeConfig(fuse=False))
+
+
+def _refs_recursive(expr: ir.Expr) -> list[str]:
+    if isinstance(expr, ir.Ref):
+        return [expr.name]
+    return [name for child in ir.children(expr) for name in _refs_recursive(child)]
+
+
+@given(exprs)
+def test_references_are_every_ref_in_the_tree(expr: ir.Expr) -> None:
+    assert sorted(r.name for r in ir.references(expr)) == sorted(_refs_recursive(expr))
+
+
+def test_references_of_a_deep_tree_need_no_recursion() -> None:
+    expr: ir.Expr = ir.Ref("x")
+    for _ in range(50_000):
+        expr = ir.Sequence((ir.Terminal(ir.Literal(b"a")), ir.Repetition(ir.Choice((expr, ir.Ref("y"))), 0, 1)))
+    assert sum(1 for _ in ir.references(expr)) == 50_001

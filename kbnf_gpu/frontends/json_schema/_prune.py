@@ -17,33 +17,38 @@ def prune(rules: dict[str, ir.Expr]) -> ir.Grammar:
         return ir.Grammar(rules=out, start="root", syntax="json_schema", end_mode="eos")
 
     def clean(e: ir.Expr) -> Optional[ir.Expr]:
-        if isinstance(e, ir.Choice):
-            alts = [c for c in (clean(x) for x in e.alternatives) if c is not None]
-            if not alts:
+        """``e`` without its unproductive alternatives (None: nothing is left); ``e`` itself where none is."""
+        kind = type(e)
+        if kind is ir.Ref:
+            return e if e.name in productive else None
+        if kind is ir.Choice:
+            alts = [clean(x) for x in e.alternatives]
+            if len(alts) > 1 and all(c is x for c, x in zip(alts, e.alternatives)):
+                return e
+            kept = [c for c in alts if c is not None]
+            if not kept:
                 return None
-            return alts[0] if len(alts) == 1 else ir.Choice(tuple(alts))
-        if isinstance(e, ir.Sequence):
+            return kept[0] if len(kept) == 1 else ir.Choice(tuple(kept))
+        if kind is ir.Sequence:
             items = [clean(x) for x in e.items]
             if any(x is None for x in items):
                 return None
-            return ir.Sequence(tuple(items))  # type: ignore[arg-type]
-        if isinstance(e, ir.Repetition):
+            return e if all(c is x for c, x in zip(items, e.items)) else ir.Sequence(tuple(items))
+        if kind is ir.Repetition:
             item = clean(e.item)
             if item is None:
                 return ir.EMPTY if e.min == 0 else None
-            return ir.Repetition(item, e.min, e.max)
-        if isinstance(e, ir.Ref):
-            return e if e.name in productive else None
+            return e if item is e.item else ir.Repetition(item, e.min, e.max)
         return e
 
     cleaned = {n: clean(b) for n, b in rules.items() if n in productive}
     reach = {"root"}
     stack = ["root"]
     while stack:
-        for ref in _refs(cleaned[stack.pop()]):  # type: ignore[arg-type]
-            if ref not in reach:
-                reach.add(ref)
-                stack.append(ref)
+        for ref in ir.references(cleaned[stack.pop()]):  # type: ignore[arg-type]
+            if ref.name not in reach:
+                reach.add(ref.name)
+                stack.append(ref.name)
     order = ["root"] + [n for n in cleaned if n != "root" and n in reach]
     out = tuple(ir.Rule(n, cleaned[n]) for n in order)  # type: ignore[arg-type]
     return ir.Grammar(rules=out, start="root", syntax="json_schema", end_mode="eos")
@@ -90,7 +95,15 @@ def _requirements(body: ir.Expr) -> list[frozenset[str]]:
     if kind is ir.Ref:
         return [frozenset((body.name,))]
     if kind is ir.Choice:
-        return [need for alt in body.alternatives for need in _requirements(alt)]
+        out = []
+        for alt in body.alternatives:  # most are a terminal, a reference, or a flat sequence of them: inline
+            if type(alt) is ir.Terminal:
+                out.append(_NOTHING)
+            elif type(alt) is ir.Ref:
+                out.append(frozenset((alt.name,)))
+            else:
+                out.extend(_requirements(alt))
+        return out
     if kind is ir.Repetition:
         return [_NOTHING] if body.min == 0 else _requirements(body.item)
     if kind is ir.Sequence:
@@ -103,21 +116,12 @@ def _requirements(body: ir.Expr) -> list[frozenset[str]]:
                 names.append(item.name)
                 continue
             out = list({a | b for a in out for b in _requirements(item)})
-        return [need | frozenset(names) for need in out] if names else out
+        if not names:
+            return out
+        if out == [_NOTHING]:
+            return [frozenset(names)]
+        return [need.union(names) for need in out]
     raise TypeError(type(body))
 
 
 _NOTHING: frozenset[str] = frozenset()
-
-
-def _refs(body: ir.Expr) -> set[str]:
-    """The rule names an expression refers to."""
-    out: set[str] = set()
-    todo = [body]
-    while todo:
-        e = todo.pop()
-        if isinstance(e, ir.Ref):
-            out.add(e.name)
-        else:
-            todo.extend(ir.children(e))
-    return out
