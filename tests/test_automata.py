@@ -1175,3 +1175,17 @@ def test_a_union_of_literals_is_their_minimized_trie(words, limit):
     if isinstance(lazy, LazyDFA):
         assert (lazy.nullable, lazy.exits_start) == (expected.nullable, expected.has_exit_list[0])
         assert lazy.fingerprint == expected.fingerprint and lazy.built  # (a memo hit may have been built before)
+
+
+@given(st.integers(0, 6), st.integers(0, 5), st.integers(0, 3), st.integers(0, 2**32 - 1))
+def test_distinct_rows_partitions_as_unique_does(n: int, width: int, values: int, seed: int) -> None:
+    """``distinct_rows`` groups rows exactly as ``np.unique(axis=0)`` does; its first rows are each class's first."""
+    from kbnf_gpu.automata.dfa import distinct_rows
+
+    a = np.random.default_rng(seed).integers(-1, values, size=(n, width)).astype(np.int32)
+    first, inverse = distinct_rows(a)
+    assert inverse.shape == (n,)
+    same = inverse[:, None] == inverse[None, :]
+    assert (same == (a[:, None, :] == a[None, :, :]).all(axis=2)).all()
+    assert sorted(first.tolist()) == sorted(int(np.flatnonzero(inverse == c)[0]) for c in set(inverse.tolist()))
+    assert (inverse[first] == np.arange(len(first))).all()

@@ -28,7 +28,7 @@ from typing import Protocol
 import numpy as np
 
 from ..budget import current_budget
-from .dfa import StateLimit, byte_classes
+from .dfa import StateLimit, byte_classes, distinct_rows
 from .nfa import LOOK_BASE, NFA
 from .regex import BOL, BOS, EOL, EOLM, EOS
 
@@ -76,12 +76,10 @@ def refine_classes(class_of_byte: np.ndarray, tables: list[np.ndarray]) -> np.nd
     keys = [class_of_byte.astype(np.int64)]
     for t in tables:
         if t.shape[0]:
-            _, cols = np.unique(t.T, axis=0, return_inverse=True)
-            keys.append(cols.reshape(-1).astype(np.int64))
+            keys.append(distinct_rows(t.T)[1].astype(np.int64))
     if len(keys) == 1:
         return class_of_byte
-    _, out = np.unique(np.stack(keys, axis=1), axis=0, return_inverse=True)
-    return out.reshape(-1)
+    return distinct_rows(np.stack(keys, axis=1))[1]
 
 
 def determinize_guarded(

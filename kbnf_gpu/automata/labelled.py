@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..budget import current_budget
-from .dfa import ByteDFA, LazyDFA, StateLimit, empty_dfa, finalize
+from .dfa import ByteDFA, LazyDFA, StateLimit, distinct_rows, empty_dfa, finalize
 from .nfa import reached, well_formed
 
 _LEAF = -2  # a trie entry ``_LEAF - i``: label ``i`` has read one whole spelling (its next state's root)
@@ -114,7 +114,7 @@ def _assembled(layout: _Layout) -> ByteDFA:
     """The tries side by side as one table, minimized."""
     order, leaving, offset = layout.order, layout.leaving, layout.offset
     # bytes that every trie reads alike share a column (a trie's rows map to the table's row by row)
-    first_byte, class_of_byte = _column_classes(np.stack(layout.classes))
+    first_byte, class_of_byte = distinct_rows(np.stack(layout.classes).T)
     table = np.empty((layout.total, len(first_byte)), dtype=np.int64)
     for p in order:
         trie = layout.tries[p][:, first_byte]
@@ -181,7 +181,7 @@ def _trie(labels: tuple[ByteDFA, ...]) -> tuple[np.ndarray, np.ndarray] | None:
         return _TRIE_CACHE[key]
     global _trie_rows
     trie = _built_trie(labels)
-    found = None if trie is None else (trie, _column_classes(trie)[1])
+    found = None if trie is None else (trie, distinct_rows(trie.T)[1])
     rows = 0 if trie is None else len(trie)
     if len(_TRIE_CACHE) >= _TRIE_CACHE_SIZE or _trie_rows + rows > _TRIE_CACHE_ROWS:
         _TRIE_CACHE.clear()
@@ -189,16 +189,6 @@ def _trie(labels: tuple[ByteDFA, ...]) -> tuple[np.ndarray, np.ndarray] | None:
     _TRIE_CACHE[key] = found
     _trie_rows += rows
     return found
-
-
-def _column_classes(table: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The first column of each distinct column of ``table``, and each column's class (equal columns: equal
-    classes): ``np.unique`` over the columns as byte strings, a tenth of the time ``axis=0`` takes (the second
-    corpus's 3,000 tries). Classes are numbered in no meaningful order; ``finalize`` orders them canonically."""
-    columns = np.ascontiguousarray(table.T)
-    keys = columns.view(np.dtype((np.void, columns.shape[1] * columns.itemsize))).reshape(-1)
-    _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
-    return first, inverse.reshape(-1)
 
 
 def _built_trie(labels: tuple[ByteDFA, ...]) -> np.ndarray | None:
