@@ -42,7 +42,7 @@ class NormalizeConfig:
     fuse_max_states_lexemes: int = 64
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class BnfRule:
     lhs: int
     rhs: tuple[int, ...]

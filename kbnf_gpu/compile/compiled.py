@@ -300,6 +300,7 @@ def compile_grammar(
         grammar = parse_grammar(source, syntax, start=start, **options)
         bnf = normalize(grammar, config.normalize_config(syntax))
         mode = end_mode or grammar.end_mode
+        del grammar  # freed now, not traced by the collection that resumes when the budget closes
         tables = None
         if config.use_tables:
             from .grammar_tables import build_grammar_tables
