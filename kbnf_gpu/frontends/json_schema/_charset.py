@@ -22,6 +22,13 @@ SURROGATES: Ranges = ((0xD800, 0xDFFF),)
 
 def norm(ranges: Iterable[tuple[int, int]]) -> Ranges:
     """Sort, merge and drop surrogates."""
+    if type(ranges) is tuple:  # a class's ranges, normalized again wherever an automaton is built from it
+        return _norm_tuple(ranges)
+    return _base.difference(_base.normalize(ranges), SURROGATES)
+
+
+@lru_cache(maxsize=4096)
+def _norm_tuple(ranges: Ranges) -> Ranges:
     return _base.difference(_base.normalize(ranges), SURROGATES)
 
 
