@@ -367,3 +367,29 @@ def test_a_pattern_beside_many_enum_branches_is_one_rule_not_one_per_branch() ->
     for a, b in (("task1@1", "task7@1"), ("task12@1", "task299@1"), ("task2@1", "task7@1"), ("task1@1", "x")):
         text = json.dumps({"a": a, "b": b}, separators=(",", ":"))
         assert (check_parser(parser, text).status == "complete") == validator.is_valid({"a": a, "b": b}), text
+
+
+VALIDATED = [  # (schema, the keywords skipped): checked keywords beside annotations, nested and referenced
+    ({"type": "string", "pattern": "^a", "description": "x", "maxLength": 3, "ignoreCase": "value"}, frozenset()),
+    ({"enum": ["a", "ab", 1, None], "pattern": "b$", "title": "t"}, frozenset({"enum"})),
+    ({"anyOf": [{"minLength": 2}, {"type": "integer", "minimum": 3}], "examples": [1]}, frozenset()),
+    ({"$defs": {"s": {"type": "string", "maxLength": 1}}, "allOf": [{"$ref": "#/$defs/s"}], "not": {"const": "b"}},
+     frozenset()),
+    ({"type": "object", "required": ["a"], "properties": {"a": {"type": "integer"}}, "default": {}},
+     frozenset({"type"})),
+    ({"type": "array", "items": {"enum": [1, 2]}, "maxItems": 2, "deprecated": True}, frozenset()),
+]
+VALUES = ["a", "ab", "abc", "abcd", "b", "", 1, 3, 2.0, None, True, {"a": 1}, {"a": "x"}, {}, [1, 2], [1, 3], [1, 1, 2]]
+
+
+@pytest.mark.parametrize("schema,skip", VALIDATED, ids=[f"v{i}" for i in range(len(VALIDATED))])
+def test_enum_validator_agrees_with_jsonschema(schema: dict, skip: frozenset) -> None:
+    """The validator that filters enum/const values (``_validate.Validator``) against ``jsonschema``, each value
+    checked twice (the second time from its memo of the keywords to check at each place)."""
+    from kbnf_gpu.frontends.json_schema._document import Document
+    from kbnf_gpu.frontends.json_schema._validate import Validator
+
+    validator = Validator(Document(schema, strict=False))
+    oracle = jsonschema.Draft202012Validator({k: v for k, v in schema.items() if k not in skip})
+    for value in VALUES * 2:
+        assert validator.valid(value, "", skip) == oracle.is_valid(value), value
