@@ -393,3 +393,20 @@ def test_enum_validator_agrees_with_jsonschema(schema: dict, skip: frozenset) ->
     oracle = jsonschema.Draft202012Validator({k: v for k, v in schema.items() if k not in skip})
     for value in VALUES * 2:
         assert validator.valid(value, "", skip) == oracle.is_valid(value), value
+
+
+def test_enum_values_with_a_lone_surrogate_are_refused_or_left_out() -> None:
+    """A value the grammar cannot write (a lone surrogate, in a string, a key or an item) is an error naming
+    its place, or with ``strict=False`` dropped with a warning; the others stay (numbers, non-ASCII text)."""
+    from kbnf_gpu.errors import GrammarError
+    from kbnf_gpu.frontends.json_schema import JsonSchemaWarning
+
+    lone = ["\ud800", ["\udc00"], {"\ud83d": 1}]
+    kept = ["a", 1.5, None, "é", ["b"], {"k": "ü"}]
+    schema = {"enum": [kept[0], *lone, *kept[1:]]}
+    with pytest.raises(GrammarError, match="lone surrogate.*'/enum'"):
+        parse_json_schema(schema)
+    with pytest.warns(JsonSchemaWarning, match="lone surrogate"):
+        parser = EarleyParser(normalize(parse_json_schema(schema, strict=False)))
+    for v in kept + lone:
+        assert (check_parser(parser, json.dumps(v)).status == "complete") == (v in kept), v

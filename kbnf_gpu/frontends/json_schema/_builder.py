@@ -381,6 +381,7 @@ class Builder:
             values = [v for v in values if json_key(v) in keys]
         seen = set()
         kept = []
+        atoms = [(p, s | {"enum", "const"}) for p, s in m.atoms]
         for v in values:
             k = json_key(v)
             if k in seen:
@@ -389,7 +390,7 @@ class Builder:
             if not _writable(v):
                 self.doc.problem("an enum/const value with a lone surrogate cannot be generated", m.enums[0][1])
                 continue
-            if all(self.validator.valid(v, p, s | {"enum", "const"}) for p, s in m.atoms):
+            if all(self.validator.valid(v, p, s) for p, s in atoms):
                 kept.append(v)
         if not kept:
             return []
@@ -1023,8 +1024,10 @@ def _trie_size(names: list[str]) -> int:
 
 def _writable(v: Any) -> bool:
     """Can ``v`` be written as UTF-8 JSON without a lone surrogate escape (which the grammar never produces)?"""
+    if not isinstance(v, (str, list, dict)):
+        return True
     try:
-        json.dumps(v, ensure_ascii=False).encode("utf-8")
+        (v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)).encode("utf-8")
     except UnicodeEncodeError:
         return False
     return True
