@@ -386,7 +386,7 @@ class _Builder:
     def undefined_reference(self) -> GrammarError | None:
         """The error for the first reference, in rule order, to a name no rule defines (None: there is none)."""
         for rule in self.grammar.rules:
-            ref = _undefined_ref(rule.body, self.index)
+            ref = next((ref for ref in ir.references(rule.body) if ref.name not in self.index), None)
             if ref is not None:
                 return GrammarError(f"undefined nonterminal '{ref.name}'", **ir.where(ref.span), rule=rule.name)
         return None
@@ -520,11 +520,6 @@ def _flatten_sequence(expr: ir.Expr) -> list[ir.Expr]:
         else:
             out.append(e)
     return out
-
-
-def _undefined_ref(expr: ir.Expr, defined: dict[str, int]) -> ir.Ref | None:
-    """The first reference in ``expr`` to a name not in ``defined`` (None: all are defined)."""
-    return next((ref for ref in ir.references(expr) if ref.name not in defined), None)
 
 
 # ----------------------------------------------------------------- cleanup

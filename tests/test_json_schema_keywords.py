@@ -410,3 +410,18 @@ def test_enum_values_with_a_lone_surrogate_are_refused_or_left_out() -> None:
         parser = EarleyParser(normalize(parse_json_schema(schema, strict=False)))
     for v in kept + lone:
         assert (check_parser(parser, json.dumps(v)).status == "complete") == (v in kept), v
+
+
+def test_enum_validator_checks_every_keyword_it_handles() -> None:
+    """``Validator`` visits only the keywords in ``_CHECKED`` (the rest are annotations to it): every keyword
+    its code compares against must be there, or a new one would be silently skipped."""
+    import inspect
+    import re
+
+    from kbnf_gpu.frontends.json_schema import _validate
+
+    source = inspect.getsource(_validate.Validator)
+    handled = set(re.findall(r'kw == "([^"]+)"', source))
+    for group in re.findall(r"kw in \(([^)]*)\)", source):
+        handled.update(re.findall(r'"([^"]+)"', group))
+    assert len(handled) > 25 and handled <= _validate._CHECKED, handled - _validate._CHECKED
