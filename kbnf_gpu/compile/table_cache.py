@@ -15,6 +15,7 @@ import tempfile
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from functools import lru_cache
 from pathlib import Path
 from typing import TypeVar, Union
 
@@ -57,6 +58,7 @@ Table = Union["PackedSets", LexemeSplits]  # what the cache holds
 T = TypeVar("T", "PackedSets", LexemeSplits)
 
 
+@lru_cache(maxsize=8192)  # asked at every lookup of a table (tens per first mask of a small schema)
 def table_key(kind: str, vocab_fingerprint: str, *dfa_fingerprints: str, sparse_limit: int = 0) -> str:
     """sha256 hex naming one table."""
     h = hashlib.sha256()
