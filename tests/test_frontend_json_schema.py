@@ -1907,3 +1907,33 @@ def test_a_lone_pattern_past_the_code_point_automaton_limit_is_one_lexeme_as_wri
     for n in range(11):
         assert chk.complete(json.dumps("b" * n)) == (n <= 8), n
     assert not chk.complete('"abd"') and chk.complete('"a\\u0062c"')
+
+
+def test_threaded_states_alike_within_the_rest_share_a_rule(monkeypatch) -> None:
+    """With ``maxLength``, the rule of (state, count) reads at most what is left; states that accept the same
+    strings that short are one rule (``_bounded_twins``): labels of up to 20 letters, where 8 letters are left
+    of a 40-letter limit, are alike at every position up to 11. Fewer rules, and the strings around the limit
+    (a label that would pass its 20 within the last chunk among them) are judged as the pattern judges them."""
+    monkeypatch.setattr(_long_strings, "_one_lexeme_states", lambda: 4)
+    schema = {"type": "string", "pattern": "^[a-z]{1,20}(\\.[a-z]{1,20})*$", "maxLength": 40}
+
+    def rules() -> int:
+        return len(parse_json_schema(schema).rules)
+
+    shared = rules()
+    with monkeypatch.context() as m:
+        m.setattr(_long_strings, "_bounded_twins",
+                  lambda d, lengths: {n: list(range(d.n)) for n in lengths})  # every state its own rule
+        alone = rules()
+    assert shared < alone, (shared, alone)
+    chk = Checker(schema)
+    compiled = re.compile(schema["pattern"])
+    rnd = random.Random(5)
+    verdicts = []
+    for _ in range(400):
+        labels = ["abcdefghijklmnopqrstuvw"[:rnd.randint(0, 22)] for _ in range(rnd.randint(1, 5))]
+        text = ".".join(labels)[:rnd.randint(28, 42)]
+        want = compiled.search(text) is not None and len(text) <= 40
+        verdicts.append(want)
+        assert chk.complete(json.dumps(text)) == want, (text, len(text))
+    assert 50 < sum(verdicts) < 350

@@ -33,7 +33,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Callable, Optional
 
+import numpy as np
+
 from ... import ir
+from ...automata.dfa import moore_snapshots
 from ...budget import current_budget
 from ._fsm import (DFA, PathLanguages, TooLarge, as_expr, automaton_expr, canonical_key, paths_dfa, spells_wide,
                    to_regex)
@@ -203,10 +206,14 @@ def _thread(b: "Builder", d: DFA, lo: int, hi: Optional[int], C: int, bounded_re
         return (hi is not None and longest[p] is not None and j * C + longest[p] <= hi
                 and reach[p].bit_count() <= small)
 
+    # with an upper bound, the rule of (p, j) reads at most ``hi - j * C`` more code points: states that accept
+    # the same strings that short are one rule (a hostname's label positions far from its 63 at its last counts)
+    twins = {} if hi is None else _bounded_twins(d, sorted({hi - j * C for j in range(hi // C + 1)}))
+
     def key(p: int, j: int) -> tuple[int, int]:
         if hi is None:
             return p, min(j, J)
-        return (p, FREE) if free(p, j) and lo - j * C <= shortest[p] else (p, j)
+        return (p, FREE) if free(p, j) and lo - j * C <= shortest[p] else (twins[hi - j * C][p], j)
 
     # plan the rules first (states and counts only), failing before any lexeme work when they would pass the
     # bounds: each state a chunk may still leave gets its chunk lexemes, and with no lower bound its tail too
@@ -363,6 +370,22 @@ def _thread(b: "Builder", d: DFA, lo: int, hi: Optional[int], C: int, bounded_re
             body.extend(ir.Sequence((term, refs[to[q]])) for q, term in chunk_terms[rule[0]] if q in to)
         b.add_rule(refs[rule].name, body)
     return ir.Sequence((b.term(close, "quote"), refs[key(0, 0)]))
+
+
+def _bounded_twins(d: DFA, lengths: list[int]) -> dict[int, list[int]]:
+    """For each of ``lengths`` (ascending): per state of ``d``, the least state that accepts the same strings of
+    at most that many code points (Moore's refinement, stopped after that many rounds; one for all)."""
+    table = np.array(d.trans, dtype=np.int64).reshape(d.n, -1)
+    out: dict[int, list[int]] = {}
+    seen, twins = None, []
+    for n, (labels, _) in zip(lengths, moore_snapshots(table, np.array(d.accept, dtype=bool), tuple(lengths))):
+        if labels is not seen:  # once the refinement is stable, every longer length has the same classes
+            block = labels[:d.n]
+            least = np.full(int(block.max(initial=-1)) + 1, d.n, dtype=np.int64)
+            np.minimum.at(least, block, np.arange(d.n))
+            seen, twins = labels, least[block].tolist()
+        out[n] = twins
+    return out
 
 
 def _length_range(d: DFA) -> tuple[int, Optional[int]]:
