@@ -202,8 +202,8 @@ def empty_dfa() -> ByteDFA:
 
 def distinct_rows(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The first row of each distinct row of the 2-d ``a``, and each row's class (equal rows: equal classes):
-    ``np.unique`` over the rows as byte strings, 6-20x faster than ``axis=0``. Classes come in no meaningful
-    order (byte classes are put in a canonical one by ``finalize``)."""
+    ``np.unique`` over the rows as byte strings, 6-20x faster than ``axis=0``. Classes are numbered in the order
+    of the rows' bytes, not their values (byte classes are put in a canonical order by ``finalize``)."""
     rows = np.ascontiguousarray(a)
     if rows.shape[1] == 0:
         return np.zeros(min(len(rows), 1), dtype=np.int64), np.zeros(len(rows), dtype=np.int64)
@@ -365,6 +365,22 @@ def moore_classes(
     return labels, stable
 
 
+def least_twins(table: np.ndarray, accepting: np.ndarray, rounds: tuple[int, ...]) -> list[np.ndarray]:
+    """For each of ``rounds`` (ascending): per state, the least state that accepts the same strings of at most
+    that many symbols (:func:`moore_snapshots`; once the refinement is stable, one array for every later round)."""
+    n = table.shape[0]
+    out: list[np.ndarray] = []
+    seen = twins = None
+    for labels, _ in moore_snapshots(table, accepting, rounds):
+        if labels is not seen:
+            block = labels[:n]
+            least = np.full(int(block.max(initial=-1)) + 1, n, dtype=np.int64)
+            np.minimum.at(least, block, np.arange(n))
+            seen, twins = labels, least[block]
+        out.append(twins)
+    return out
+
+
 def moore_snapshots(
     table: np.ndarray, accepting: np.ndarray, rounds: tuple[int, ...], initial: np.ndarray | None = None
 ) -> list[tuple[np.ndarray, bool]]:
@@ -400,9 +416,7 @@ def _row_classes(sig: np.ndarray) -> np.ndarray:
         inverse = inverse.reshape(-1)
         if (np.take(sig, first[inverse], axis=0) == sig).all():  # (``take``: 30x faster than fancy indexing)
             return inverse
-    sig = np.ascontiguousarray(sig, dtype=np.int64)
-    _, inverse = np.unique(sig.view(np.dtype((np.void, sig.itemsize * sig.shape[1]))).ravel(), return_inverse=True)
-    return inverse.reshape(-1)
+    return distinct_rows(np.ascontiguousarray(sig, dtype=np.int64))[1]
 
 
 _ROW_WEIGHTS = np.random.default_rng(1).integers(1, 1 << 62, size=258, dtype=np.int64)
@@ -456,10 +470,8 @@ def height_classes(table: np.ndarray, accepting: np.ndarray) -> np.ndarray:
             wave = later
             continue
         at = np.array(wave)
-        rows = np.ascontiguousarray(np.column_stack((accept[at], labels[table[at]])))
-        _, inverse = np.unique(rows.view(np.dtype((np.void, rows.itemsize * rows.shape[1]))).ravel(),
-                               return_inverse=True)
-        labels[at] = count + inverse.reshape(-1)
+        inverse = distinct_rows(np.column_stack((accept[at], labels[table[at]])))[1]
+        labels[at] = count + inverse
         count += int(inverse.max()) + 1
         into = preds[expand_ranges(pred_bounds[at], pred_bounds[at + 1] - pred_bounds[at])[1]]
         np.subtract.at(waiting, into, 1)
@@ -613,8 +625,5 @@ def byte_columns(transitions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     columns, ``table[:, class_of_byte]`` being the full table again."""
     if transitions.shape[0] == 0:  # no states: one class (a key of no bytes would make none)
         return np.zeros((0, 1), dtype=transitions.dtype), np.zeros(256, dtype=np.int64)
-    columns = np.ascontiguousarray(transitions.T)
-    # unique over each column's bytes (``axis=0`` sorts far slower)
-    keys = columns.view(np.dtype((np.void, columns.itemsize * columns.shape[1]))).ravel()
-    _, first, class_of_byte = np.unique(keys, return_index=True, return_inverse=True)
-    return columns[first].T.copy(), class_of_byte.reshape(-1)
+    first, class_of_byte = distinct_rows(transitions.T)
+    return transitions[:, first], class_of_byte

@@ -126,7 +126,7 @@ def _assembled(layout: _Layout) -> ByteDFA:
     final[[offset[q] for q in layout.accepting if q in offset]] = True
     # a trie's every state leads to a leaf (each label's DFA is trimmed), so where every state reached reaches
     # an accepting one, so does every byte state: no trimming
-    return finalize(table, final, class_of_byte.reshape(-1), trimmed=len(layout.live) == len(order))
+    return finalize(table, final, class_of_byte, trimmed=len(layout.live) == len(order))
 
 
 def _co_reachable(states: list[int], leaving: list[list[tuple[ByteDFA, int]]], accepting: Sequence[int]) -> set[int]:
@@ -274,8 +274,8 @@ def _distinct_columns(moves: np.ndarray) -> tuple[list[list[int]], np.ndarray]:
         _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
         if np.array_equal(moves[:, first][:, inverse], moves):
             return moves[:, first].T.tolist(), inverse
-    columns, inverse = np.unique(moves.T, axis=0, return_inverse=True)
-    return columns.tolist(), inverse.reshape(-1)
+    first, inverse = distinct_rows(moves.T)
+    return moves[:, first].T.tolist(), inverse
 
 
 _WEIGHTS = np.random.default_rng(0).integers(1, 1 << 62, size=64, dtype=np.int64)

@@ -32,7 +32,7 @@ from typing import Protocol
 
 import numpy as np
 
-from ..automata.dfa import expand_ranges, moore_snapshots
+from ..automata.dfa import distinct_rows, expand_ranges, least_twins
 from ..caches import lru_get
 from .token_sets import ids_to_bits
 from .token_trie import TokenTrie
@@ -891,16 +891,9 @@ def short_twins(dfa: DFALike, horizons: tuple[int, ...]) -> tuple[np.ndarray, ..
     its bound are twins, and a token that short cannot tell them apart (memoized per DFA)."""
     def build() -> tuple[np.ndarray, ...]:
         trans = np.asarray(dfa.transitions)
-        n = trans.shape[0]
-        by_byte = np.ascontiguousarray(trans.T)  # bytes every state treats alike: one column kept
-        _, first = np.unique(by_byte.view(np.dtype((np.void, by_byte.itemsize * n))).reshape(-1), return_index=True)
-        out = []
-        for labels, _ in moore_snapshots(trans[:, np.sort(first)], np.asarray(dfa.accepting), horizons):
-            block = labels[:n]
-            least = np.full(int(block.max(initial=-1)) + 1, n, dtype=np.int64)
-            np.minimum.at(least, block, np.arange(n))
-            out.append(_frozen(least[block].astype(np.int32)))
-        return tuple(out)
+        first, _ = distinct_rows(trans.T)  # bytes every state treats alike: one column kept
+        return tuple(_frozen(twins.astype(np.int32))
+                     for twins in least_twins(trans[:, np.sort(first)], np.asarray(dfa.accepting), horizons))
 
     return lru_get(_twins, _lock, (dfa.fingerprint, horizons), _WALK_CACHE_SIZE, build)
 

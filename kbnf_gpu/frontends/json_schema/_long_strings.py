@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Callable, Optional
 import numpy as np
 
 from ... import ir
-from ...automata.dfa import moore_snapshots
+from ...automata.dfa import least_twins
 from ...budget import current_budget
 from ._fsm import (DFA, PathLanguages, TooLarge, as_expr, automaton_expr, canonical_key, paths_dfa, spells_wide,
                    to_regex)
@@ -378,12 +378,9 @@ def _bounded_twins(d: DFA, lengths: list[int]) -> dict[int, list[int]]:
     table = np.array(d.trans, dtype=np.int64).reshape(d.n, -1)
     out: dict[int, list[int]] = {}
     seen, twins = None, []
-    for n, (labels, _) in zip(lengths, moore_snapshots(table, np.array(d.accept, dtype=bool), tuple(lengths))):
-        if labels is not seen:  # once the refinement is stable, every longer length has the same classes
-            block = labels[:d.n]
-            least = np.full(int(block.max(initial=-1)) + 1, d.n, dtype=np.int64)
-            np.minimum.at(least, block, np.arange(d.n))
-            seen, twins = labels, least[block].tolist()
+    for n, found in zip(lengths, least_twins(table, np.array(d.accept, dtype=bool), tuple(lengths))):
+        if found is not seen:  # once the refinement is stable, every longer length has the same twins
+            seen, twins = found, found.tolist()
         out[n] = twins
     return out
 
