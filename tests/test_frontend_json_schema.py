@@ -1421,6 +1421,8 @@ def test_threaded_rest_of_a_class_loop_is_a_counted_repetition(monkeypatch) -> N
             return len(parse_json_schema(schema).rules)
 
     assert rules({"type": "string", "pattern": "^.+$", "maxLength": 204_800}) < 120
+    # with no upper bound, up to the lower one the same (one rule per count of chunks to 10**9 was refused)
+    assert rules({"type": "string", "pattern": "^a[b-z]*$", "minLength": 10**9}) < 120
     schema = {"type": "string", "pattern": "^.+$", "maxLength": 20_010}
     chk, v = Checker(schema), validator(schema)
     for s in ("", "a", "a" * 20_010, "a" * 20_011, "é" * 20_009 + "\n", "\n" + "a" * 40):
@@ -1441,6 +1443,11 @@ def test_threaded_rest_of_a_class_loop_is_a_counted_repetition(monkeypatch) -> N
     for n in (33, 34, 35, 295, 296, 297, 298):  # around the bounds, "ab:" then n of the class
         s = "ab:" + "c" * n
         assert chk.complete(json.dumps(s)) == v.is_valid(s), n
+    schema = {"type": "string", "pattern": "^ab?:[a-c]+$", "minLength": 37}
+    chk, v = Checker(schema), validator(schema)
+    for n in (1, 16, 32, 33, 34, 35, 36, 300):
+        for s in ("ab:" + "c" * n, "a:" + "c" * n, "ab:" + "c" * n + "d"):
+            assert chk.complete(json.dumps(s)) == v.is_valid(s), (n, s)
 
 
 @needs_check

@@ -207,13 +207,15 @@ def _thread(b: "Builder", d: DFA, lo: int, hi: Optional[int], C: int, bounded_re
                 and reach[p].bit_count() <= small)
 
     # with an upper bound, the rule of (p, j) reads at most ``hi - j * C`` more code points: states that accept
-    # the same strings that short are one rule (a hostname's label positions far from its 63 at its last counts)
-    twins = {} if hi is None else _bounded_twins(d, sorted({hi - j * C for j in range(hi // C + 1)}))
+    # the same strings that short are one rule (a hostname's label positions far from its 63 at its last counts);
+    # Moore's refinement is stable after ``d.n`` rounds, so a longer rest has the twins of ``d.n`` (only the
+    # rests up to it are refined: ``maxLength: 2147483647`` asks no more than ``maxLength: 300``)
+    twins = {} if hi is None else _bounded_twins(d, sorted({d.n, *range(hi % C, min(hi, d.n) + 1, C)}))
 
     def key(p: int, j: int) -> tuple[int, int]:
         if hi is None:
             return p, min(j, J)
-        return (p, FREE) if free(p, j) and lo - j * C <= shortest[p] else (twins[hi - j * C][p], j)
+        return (p, FREE) if free(p, j) and lo - j * C <= shortest[p] else (twins[min(hi - j * C, d.n)][p], j)
 
     # plan the rules first (states and counts only), failing before any lexeme work when they would pass the
     # bounds: each state a chunk may still leave gets its chunk lexemes, and with no lower bound its tail too
@@ -232,8 +234,8 @@ def _thread(b: "Builder", d: DFA, lo: int, hi: Optional[int], C: int, bounded_re
         p, j = rule = work.pop()
         if j == FREE or free(p, j):  # the rest is finite: its longest string is the upper bound that holds
             step, tail_lengths[rule] = None, ((0 if j == FREE else max(0, lo - j * C)), longest[p])
-        elif hi is not None and sink[p]:  # its chunks counted by a repetition, not one rule per count
-            step, tail_lengths[rule] = None, (max(0, lo - j * C), hi - j * C)
+        elif sink[p] and (J is None or j < J):  # its chunks counted by a repetition, not one rule per count
+            step, tail_lengths[rule] = None, (max(0, lo - j * C), None if hi is None else hi - j * C)
             repeated.add(rule)
         elif J is not None and j >= J:
             step, tail_lengths[rule] = (J if bounded_rest else None), (0, C - 1 if bounded_rest else None)
