@@ -1719,6 +1719,31 @@ def test_format_with_length_bounds_counted_beside_its_automaton() -> None:
     ipv6 = Checker({"type": "string", "format": "ipv6", "minLength": 3, "maxLength": 64})
     assert len(ipv6.grammar.rules) <= 2
     assert ipv6.complete('"::1"') and ipv6.complete('"1:2:3:4:5:6:7:8"') and not ipv6.complete('"::"')
+    # a bound that cuts the automaton (forms with an IPv4 tail reach 45): 567 states, one lexeme since the
+    # automaton reads ASCII (was refused)
+    schema = {"type": "string", "format": "ipv6", "minLength": 7, "maxLength": 39}
+    ipv6, v = Checker(schema), validator(schema)
+    assert len(ipv6.grammar.rules) <= 2
+    rnd = random.Random(3)
+    texts = ["ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", "ffff:ffff:ffff:ffff:ffff:ffff:1.2.3.4",
+             "ffff:ffff:ffff:ffff:ffff:ffff:10.20.3.4", "ffff:ffff:ffff:ffff:ffff:ffff:255.255.255.255", "::1:2:3"]
+    for _ in range(300):
+        groups = [("%x" % rnd.randint(0, 0xFFFF))[: rnd.randint(1, 4)] for _ in range(rnd.randint(2, 8))]
+        if rnd.random() < 0.4:
+            groups[-1] = ".".join(str(rnd.randint(0, 255)) for _ in range(4))
+        text = ":".join(groups)
+        if rnd.random() < 0.3:
+            i = rnd.randint(0, len(text))
+            text = text[:i] + "::" + text[i:]
+        texts.append(text)
+    verdicts = set()
+    for text in texts:
+        want = v.is_valid(text)
+        verdicts.add((want, len(text) > 39))
+        assert ipv6.complete(json.dumps(text)) == want, text
+    assert verdicts >= {(True, False), (False, True)}
+    assert not v.is_valid("ffff:ffff:ffff:ffff:ffff:ffff:255.255.255.255") and FORMAT_CHECKER.conforms(
+        "ffff:ffff:ffff:ffff:ffff:ffff:255.255.255.255", "ipv6")  # its length alone rejects it
     email = Checker({"type": "string", "format": "email", "maxLength": 40})
     assert len(email.grammar.rules) <= 2
     assert email.complete(json.dumps("a" * 34 + "@b.com")) and not email.complete(json.dumps("a" * 35 + "@b.com"))
