@@ -1713,6 +1713,33 @@ def test_length_bounds_the_pattern_implies_are_dropped(schema: dict, lengths: li
 
 
 @needs_check
+@pytest.mark.parametrize("additional", [{"type": "integer"}, True])
+def test_member_counts_past_the_declared_members_are_exact(additional: Any) -> None:
+    """min/maxProperties over declared members then additional ones (counted as one repetition once the
+    declared are passed): every object of up to five members against the validator, at each pair of bounds."""
+    rnd = random.Random(7)
+    docs = []
+    for _ in range(120):
+        doc: dict = {}
+        if rnd.random() < 0.6:
+            doc["a"] = rnd.choice([1, "x"])
+        for i in range(rnd.randint(0, 4)):
+            doc[f"k{i}"] = rnd.choice([2, 3, "y"])
+        docs.append(doc)
+    docs += [{}, {"a": 1, "k0": 2, "k1": 3, "k2": 2, "k3": 3}, {"k0": 2, "k1": 3, "k2": 2, "k3": 3, "k4": 2}]
+    for lo, hi in [(0, 0), (0, 1), (1, 1), (2, 3), (3, None), (1, 4), (5, None), (0, None)]:
+        schema = {"type": "object", "properties": {"a": {"type": "integer"}}, "additionalProperties": additional,
+                  "minProperties": lo, **({} if hi is None else {"maxProperties": hi})}
+        chk, v = Checker(schema), validator(schema)
+        verdicts = set()
+        for doc in docs:
+            want = v.is_valid(doc)
+            verdicts.add(want)
+            assert chk.complete(json.dumps(doc)) == want, (lo, hi, doc)
+        assert verdicts == {True, False}, (lo, hi)
+
+
+@needs_check
 def test_format_with_length_bounds_counted_beside_its_automaton() -> None:
     """A format with length bounds is one lexeme when the bounds, counted beside the format automaton's
     states, keep it small (``ipv6`` with ``minLength: 3`` was 735 chunk lexemes, 8 s), and exact at them."""

@@ -82,7 +82,7 @@ def object_expr(
     if not b.any_order and not track:
         init = _in_order(b, name, props, regions, piece)
     else:
-        init = _state_machine(b, name, props, regions, piece, groups, track, bump, room, min_props)
+        init = _state_machine(b, name, props, regions, piece, groups, track, bump, room, min_props, max_props)
     options: list[ir.Expr] = []
     if min_props == 0 and not any(p.required for p in props):
         options.append(L.punct("{}", depth))
@@ -143,8 +143,10 @@ def _in_order(b: "Builder", name: str, props: list[Member], regions: list[Member
 
 
 def _state_machine(b: "Builder", name: str, props: list[Member], regions: list[Member], piece, groups, track,
-                   bump, room, min_props: int) -> Optional[ir.Ref]:
-    """Members as states ``(group, emitted, count, first)`` (any order, or min/maxProperties)."""
+                   bump, room, min_props: int, max_props: Optional[int]) -> Optional[ir.Ref]:
+    """Members as states ``(group, emitted, count, first)`` (any order, or min/maxProperties). Past the
+    declared groups only additional members are left: with a count, their number is one repetition counted in
+    its digits (``Builder.counted``), not a state per count (``maxProperties: 2147483647`` was refused)."""
     G = len(groups)
     State = tuple[int, frozenset[int], int, bool]
     Alt = tuple[tuple[ir.Expr, ...], Optional[State]]  # symbols, then the next state (None: the end)
@@ -158,6 +160,7 @@ def _state_machine(b: "Builder", name: str, props: list[Member], regions: list[M
     def member(m: Member, first: bool, nxt: State) -> Alt:
         return (*piece(m, first), ir.Ref(m.value)), norm(nxt)
 
+    more = _any_of([(*piece(r, False), ir.Ref(r.value)) for r in regions])  # a comma, then one of them
     start: State = norm((0, frozenset(), 0, True))
     edges: dict[State, list[Alt]] = {}
     work = [start]
@@ -177,6 +180,13 @@ def _state_machine(b: "Builder", name: str, props: list[Member], regions: list[M
                     alts.extend(member(r, first, (g, S, bump(c), False)) for r in regions)
             if all(props[j].required is False or j in S for j in group):
                 alts.append(((), norm((g + 1, frozenset(), c, first))))
+        elif track and regions:
+            fewest, most = max(0, min_props - c), None if max_props is None else max_props - c
+            if first and (most is None or most >= max(1, fewest)):
+                later = b.counted(more, max(0, fewest - 1), None if most is None else most - 1, f"{name}_more")
+                alts.append(((_any_of([(*piece(r, True), ir.Ref(r.value)) for r in regions]), later), None))
+            elif not first and (most is None or most >= fewest):
+                alts.append(((b.counted(more, fewest, most, f"{name}_more"),), None))
         else:
             if room(c):
                 alts.extend(member(r, first, (G, frozenset(), bump(c), False)) for r in regions)
@@ -204,6 +214,12 @@ def _state_machine(b: "Builder", name: str, props: list[Member], regions: list[M
             b.add_rule(rule, out)
         init = ir.Ref(names[start])
     return init
+
+
+def _any_of(options: list[tuple[ir.Expr, ...]]) -> ir.Expr:
+    """One of ``options`` (each a sequence of symbols)."""
+    seqs = [ir.Sequence(o) for o in options]
+    return seqs[0] if len(seqs) == 1 else ir.Choice(tuple(seqs))
 
 
 def _live_states(edges: dict) -> set:
