@@ -29,6 +29,7 @@ from kbnf_gpu.automata import (
     dfa_union,
     regexpr_to_dfa,
 )
+from kbnf_gpu.automata import charset
 from kbnf_gpu.automata.regex import translate
 from kbnf_gpu.automata.utf8 import utf8_sequences
 from kbnf_gpu.errors import DFATooLarge, GrammarError
@@ -1189,3 +1190,23 @@ def test_distinct_rows_partitions_as_unique_does(n: int, width: int, values: int
     assert (same == (a[:, None, :] == a[None, :, :]).all(axis=2)).all()
     assert sorted(first.tolist()) == sorted(int(np.flatnonzero(inverse == c)[0]) for c in set(inverse.tolist()))
     assert (inverse[first] == np.arange(len(first))).all()
+
+
+def test_general_categories_partition_the_code_points_as_unicodedata_says() -> None:
+    """The one category table (the JSON Schema and Rust-regex front ends' ``\\p{..}``): every code point in
+    exactly one category, the one ``unicodedata`` gives it (checked on every 89th code point and at each
+    run's ends); a one-letter group and ``LC`` are the unions of their members."""
+    import unicodedata
+
+    table = charset.general_categories()
+    spans = sorted((lo, hi, name) for name, ranges in table.items() for lo, hi in ranges)
+    assert spans[0][0] == 0 and spans[-1][1] == 0x10FFFF
+    assert all(a[1] + 1 == b[0] for a, b in zip(spans, spans[1:]))  # disjoint, no gap
+    for lo, hi, name in spans:
+        assert unicodedata.category(chr(lo)) == name == unicodedata.category(chr(hi)), (lo, hi, name)
+    for lo, hi, name in spans:
+        for cp in range(lo + (-lo) % 89, hi + 1, 89):
+            assert unicodedata.category(chr(cp)) == name, cp
+    assert charset.general_category("L") == charset.union(*(table[n] for n in ("Lu", "Ll", "Lt", "Lm", "Lo")))
+    assert charset.general_category("LC") == charset.union(table["Lu"], table["Ll"], table["Lt"])
+    assert charset.general_category("Nd") == table["Nd"] and charset.general_category("Xx") == ()

@@ -6,7 +6,10 @@ that they agree with ``re.fullmatch`` exactly.
 """
 from __future__ import annotations
 
+import itertools
+import operator
 import re
+import unicodedata
 from functools import lru_cache
 from typing import Iterable
 
@@ -150,3 +153,30 @@ def ignorecase(exact: Ranges, item_source: str, ascii_only: bool) -> Ranges:
     pattern = re.compile(item_source, flags)
     matched = from_code_points(ord(text[m.start()]) for m in pattern.finditer(text))
     return union(difference(exact, involved), matched)
+
+
+@lru_cache(maxsize=1)
+def general_categories() -> dict[str, Ranges]:
+    """Every two-letter Unicode General_Category (``Lu``, ``Nd``, ``Cn``, ...) as ranges, from one pass over
+    all code points with Python's ``unicodedata`` (the interpreter's Unicode version). The pass runs in C
+    iterators (``map``, ``compress``): a run's boundaries are where a code point's category differs from the
+    one before it."""
+    names = list(map(unicodedata.category, map(chr, range(MAX_CODE_POINT + 1))))
+    starts = [0, *itertools.compress(range(1, MAX_CODE_POINT + 1),
+                                     map(operator.ne, names, itertools.islice(names, 1, None)))]
+    runs: dict[str, list[tuple[int, int]]] = {}
+    for start, end in zip(starts, [*starts[1:], MAX_CODE_POINT + 1]):
+        runs.setdefault(names[start], []).append((start, end - 1))
+    return {name: tuple(r) for name, r in runs.items()}
+
+
+@lru_cache(maxsize=64)
+def general_category(code: str) -> Ranges:
+    """The code points of a General_Category: two letters (``Lu``), one letter for its group (``L``: ``Lu``,
+    ``Ll``, ...) or ``LC`` (``Lu``, ``Ll``, ``Lt``); empty for a code no code point has."""
+    table = general_categories()
+    if code == "LC":
+        members = ["Lu", "Ll", "Lt"]
+    else:
+        members = [name for name in table if name.startswith(code)] if len(code) == 1 else [code]
+    return union(*(table.get(name, ()) for name in members))

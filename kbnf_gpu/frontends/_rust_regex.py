@@ -29,10 +29,10 @@ Multi-line anchors in mid-pattern are rejected later (whole-match semantics).
 from __future__ import annotations
 
 import re
-import unicodedata
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+from ..automata.charset import general_categories, general_category
 from ._scan import MAX_CODE_POINT, complement_ranges, normalize_ranges
 
 __all__ = ["RustRegexError", "rust_to_python"]
@@ -85,32 +85,6 @@ _GC_LONG = {
 }  # fmt: skip
 
 
-@lru_cache(maxsize=1)
-def _category_table() -> dict[str, Ranges]:
-    """Ranges of every two-letter general category (one scan of all code points)."""
-    runs: dict[str, list[tuple[int, int]]] = {}
-    category = unicodedata.category
-    prev, lo = category("\x00"), 0
-    for cp in range(1, MAX_CODE_POINT + 2):
-        cat = category(chr(cp)) if cp <= MAX_CODE_POINT else ""
-        if cat != prev:
-            runs.setdefault(prev, []).append((lo, cp - 1))
-            prev, lo = cat, cp
-    return {k: tuple(v) for k, v in runs.items()}
-
-
-@lru_cache(maxsize=64)
-def _general_category(code: str) -> Ranges:
-    table = _category_table()
-    if code == "LC":
-        parts = [table.get(c, ()) for c in ("Lu", "Ll", "Lt")]
-    elif len(code) == 1:
-        parts = [v for k, v in table.items() if k[0] == code]
-    else:
-        parts = [table.get(code, ())]
-    return normalize_ranges([r for p in parts for r in p])
-
-
 # Rust regex's Unicode Perl classes (not Python's): \w is Alphabetic ∪ Mark ∪
 # Decimal_Number ∪ Connector_Punctuation ∪ Join_Control; \s is White_Space.
 # Alphabetic = L ∪ Nl ∪ Other_Alphabetic; the Other_Alphabetic code points that
@@ -124,10 +98,10 @@ _WHITE_SPACE: Ranges = ((0x09, 0x0D), (0x20, 0x20), (0x85, 0x85), (0xA0, 0xA0), 
 def _perl_class(letter: str) -> Ranges:
     r"""The code points of Rust regex's ``\d``, ``\s`` or ``\w`` (lower-case letter)."""
     if letter == "d":
-        return _general_category("Nd")
+        return general_category("Nd")
     if letter == "s":
         return _WHITE_SPACE
-    parts = [_general_category(c) for c in ("L", "Nl", "M", "Nd", "Pc")]
+    parts = [general_category(c) for c in ("L", "Nl", "M", "Nd", "Pc")]
     return normalize_ranges([r for p in parts for r in p] + [(0x200C, 0x200D), *_OTHER_ALPHABETIC_SYMBOLS])
 
 
@@ -149,7 +123,7 @@ def _property(name: str) -> Ranges | None:
     if key == "ascii":
         return ((0, 0x7F),)
     if key == "assigned":
-        return complement_ranges(_general_category("Cn"))
+        return complement_ranges(general_category("Cn"))
     code = _GC_LONG.get(key)
     if code is None:
         for short in ("L", "LC", "M", "N", "P", "S", "Z", "C"):
@@ -157,9 +131,9 @@ def _property(name: str) -> Ranges | None:
                 code = short
         if code is None and len(key) == 2 and key[0] in "lmnpszc":
             code = key[0].upper() + key[1]
-            if code not in _category_table():
+            if code not in general_categories():
                 code = None
-    return None if code is None else _general_category(code)
+    return None if code is None else general_category(code)
 
 
 def _escape_cp(cp: int) -> str:

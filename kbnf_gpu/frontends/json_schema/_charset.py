@@ -6,7 +6,6 @@ scalar values only (lone ``\\uD800`` escapes are not generated).
 from __future__ import annotations
 
 import re
-import unicodedata
 from functools import lru_cache
 from typing import Iterable
 
@@ -109,27 +108,9 @@ CATEGORIES = frozenset(CATEGORY_ALIASES.values()) | {
 
 
 @lru_cache(maxsize=None)
-def _categories() -> dict[str, Ranges]:
-    """Every two-letter General_Category as ranges, in one pass over the code points (Python's ``unicodedata``:
-    the Unicode version of this interpreter)."""
-    runs: dict[str, list[tuple[int, int]]] = {}
-    category = unicodedata.category
-    start, current = 0, category(chr(0))
-    for cp in range(1, MAX_CP + 2):
-        now = category(chr(cp)) if cp <= MAX_CP else None
-        if now != current:
-            runs.setdefault(current, []).append((start, cp - 1))
-            start, current = cp, now
-    return {name: norm(r) for name, r in runs.items()}
-
-
-@lru_cache(maxsize=None)
 def unicode_category(name: str) -> Ranges:
     """The code points of General_Category ``name`` (a short or long name of ``CATEGORIES``)."""
     short = CATEGORY_ALIASES.get(name, name)
     if short not in CATEGORIES:
         raise KeyError(name)
-    table = _categories()
-    if short == "LC":
-        return union(table.get("Lu", ()), table.get("Ll", ()), table.get("Lt", ()))
-    return union(*(r for cat, r in table.items() if cat.startswith(short)))
+    return norm(_base.general_category(short))
