@@ -1580,6 +1580,40 @@ def test_threaded_pattern_with_lengths_is_exact(monkeypatch, pattern: str, lo: i
         assert chk.complete(json.dumps(s)) == want, (s, len(s))
 
 
+@pytest.mark.parametrize("pattern", ["^[a-z]+(-[a-z]+)*$", "^arn:[a-z-]*:[a-z0-9]+:.+$", "^[a-z0-9]+(\\.[a-z0-9]+)*@[a-z]+$",
+                                     "^[a-c]{1,20}(\\.[a-c]{1,20})*$", "^x[0-9]{0,30}y?z*$"])
+def test_a_plan_too_large_stays_too_large_with_shorter_chunks(monkeypatch, pattern: str) -> None:
+    """``_thread_chunks`` stops at the first chunk size whose plan passes ``MAX_THREAD_RULES`` (or its boundary
+    states), since shorter chunks meet every (state, count) it does and more: checked here by planning every
+    shorter size as well, each of which must fail the same way (bounds and rule limits swept)."""
+    monkeypatch.setattr(_long_strings, "_one_lexeme_states", lambda: 4)
+    thread = _long_strings._thread
+    failed: list[int] = []
+
+    def checked(b, d, lo_, hi_, C, *rest):
+        try:
+            return thread(b, d, lo_, hi_, C, *rest)
+        except _long_strings.TooManyRules:
+            failed.append(C)
+            for shorter in (c for c in (16, 8, 4, 2, 1) if c < C):
+                with pytest.raises(_long_strings.TooManyRules):
+                    thread(b, d, lo_, hi_, shorter, *rest)
+            raise
+
+    monkeypatch.setattr(_long_strings, "_thread", checked)
+    for limit in (2, 6, 20, 60, 200):
+        monkeypatch.setattr(_long_strings, "MAX_THREAD_RULES", limit)
+        for lo, hi in [(0, 40), (3, 100), (0, 300), (40, None)]:
+            before = len(failed)
+            try:
+                parse_json_schema({"type": "string", "pattern": pattern, "minLength": lo,
+                                   **({} if hi is None else {"maxLength": hi})})
+            except GrammarError:
+                pass
+            assert len(failed) - before <= 1  # a failed plan ends the sizes
+    assert failed  # the limits were reached
+
+
 def _walk_symbols(d, p: int, word: tuple[int, ...]) -> int:
     for sym in word:
         p = d.trans[p][sym] if p >= 0 else -1

@@ -167,6 +167,8 @@ def _thread_chunks(b: "Builder", d: DFA, lo: int, hi: Optional[int], sizes: tupl
     for C in sizes:
         try:
             return _thread(b, d, lo, hi, C, bounded_rest, boundaries)
+        except TooManyRules:
+            return None  # shorter chunks reach every (state, count) these do, and more: they fail too, slower
         except TooLarge:
             continue
     return None
@@ -190,6 +192,10 @@ def _count_span(x: Rx) -> int:
 
 # states x rounds of Moore's refinement one threaded string spends on its rests' twins (``_bounded_twins``)
 TWIN_REFINEMENT = 1 << 16
+
+class TooManyRules(TooLarge):
+    """A threaded string's plan passes ``MAX_THREAD_RULES`` or its boundary states (before any lexeme work)."""
+
 
 FREE = -1  # the chunk count of a rule whose rest neither bound still reaches: one tail, whatever the count
 
@@ -270,7 +276,7 @@ def _thread(b: "Builder", d: DFA, lo: int, hi: Optional[int], C: int, bounded_re
                 queued.add(nxt)
                 work.append(nxt)
         if len(queued) > MAX_THREAD_RULES or len(chunked) + (len(tails) if lo == 0 else 0) > boundaries:
-            raise TooLarge("string automaton too large")
+            raise TooManyRules("string automaton too large")
     chunk_terms: dict[int, list[tuple[int, ir.Terminal]]] = {}
     end_terms: dict[tuple[int, int, Optional[int]], Optional[ir.Terminal]] = {}
     # a counter's positions far from its bounds have chunks of one language: each language is written as an
