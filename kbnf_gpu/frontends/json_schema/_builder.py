@@ -381,7 +381,6 @@ class Builder:
             values = [v for v in values if json_key(v) in keys]
         seen = set()
         kept = []
-        atoms = [(p, s | {"enum", "const"}) for p, s in m.atoms]
         for v in values:
             k = json_key(v)
             if k in seen:
@@ -390,8 +389,9 @@ class Builder:
             if not _writable(v):
                 self.doc.problem("an enum/const value with a lone surrogate cannot be generated", m.enums[0][1])
                 continue
-            if all(self.validator.valid(v, p, s) for p, s in atoms):
-                kept.append(v)
+            kept.append(v)
+        for p, s in m.atoms:
+            kept = self.validator.valid_values(kept, p, s | {"enum", "const"})
         if not kept:
             return []
         # a terminal's automaton grows with the text of its values: estimate, then cut into terminals that fit
@@ -989,7 +989,9 @@ class Builder:
             return alt(*(lang for _, lang in langs))
         m = merge(self.doc, flat)
         if m.enums:
-            values = [v for v in m.enums[0][0] if isinstance(v, str) and all(self.validator.valid(v, p, s) for p, s in flat)]
+            values = [v for v in m.enums[0][0] if isinstance(v, str)]
+            for p, s in flat:
+                values = self.validator.valid_values(values, p, s)
             return alt(*(word(v) for v in values))
         if "string" not in m.types:
             return None

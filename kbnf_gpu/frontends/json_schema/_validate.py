@@ -94,27 +94,34 @@ class Validator:
         self._checks: dict[tuple[str, frozenset[str]], tuple[dict, tuple[tuple[str, Any], ...]]] = {}
 
     def valid(self, value: Any, pointer: str, skip: frozenset[str] = frozenset(), depth: int = 0) -> bool:
+        return bool(self.valid_values([value], pointer, skip, depth))
+
+    def valid_values(self, values: list, pointer: str, skip: frozenset[str] = frozenset(), depth: int = 0) -> list:
+        """The ``values`` (in order) that satisfy the schema at ``pointer``: the schema and its keywords are
+        looked up once for them all, and each keyword is one pass over those left (an enum's values are checked
+        against each place it meets: azure-pipelines' 254 task names at 735 places, 133,000 checks)."""
         if depth > MAX_NESTING:
             raise GrammarError("value or schema nested too deeply to check")
         sch = self.doc.resolve(pointer)
         if sch is True:
-            return True
+            return list(values)
         if sch is False:
-            return False
+            return []
         if not isinstance(sch, dict):
             raise self.doc.fail("a schema must be an object or a boolean", pointer)
         d = depth + 1
         if "$ref" in sch and self.doc.old_draft(pointer) and "$ref" not in skip:
             target = self.doc.ref_target(sch["$ref"], pointer)
-            return target is None or self.valid(value, target, frozenset(), d)
+            return list(values) if target is None else self.valid_values(values, target, frozenset(), d)
         found = self._checks.get((pointer, skip))
         if found is None or found[0] is not sch:
             found = self._checks[(pointer, skip)] = (
                 sch, tuple((kw, arg) for kw, arg in sch.items() if kw in _CHECKED and kw not in skip))
         for kw, arg in found[1]:
-            if not self._keyword(kw, arg, sch, value, pointer, skip, d):
-                return False
-        return True
+            if not values:
+                break
+            values = [v for v in values if self._keyword(kw, arg, sch, v, pointer, skip, d)]
+        return list(values)
 
     def _keyword(self, kw: str, arg: Any, sch: dict, v: Any, ptr: str, skip: frozenset[str], d: int) -> bool:
         if kw in ("$ref", "$dynamicRef"):
