@@ -385,7 +385,8 @@ VALUES = ["a", "ab", "abc", "abcd", "b", "", 1, 3, 2.0, None, True, {"a": 1}, {"
 @pytest.mark.parametrize("schema,skip", VALIDATED, ids=[f"v{i}" for i in range(len(VALIDATED))])
 def test_enum_validator_agrees_with_jsonschema(schema: dict, skip: frozenset) -> None:
     """The validator that filters enum/const values (``_validate.Validator``) against ``jsonschema``, each value
-    checked twice (the second time from its memo of the keywords to check at each place)."""
+    checked twice (the second time from its memo of the keywords to check at each place), and the whole list
+    at once (``valid_values``: keyword by keyword over the values left, order kept)."""
     from kbnf_gpu.frontends.json_schema._document import Document
     from kbnf_gpu.frontends.json_schema._validate import Validator
 
@@ -393,6 +394,8 @@ def test_enum_validator_agrees_with_jsonschema(schema: dict, skip: frozenset) ->
     oracle = jsonschema.Draft202012Validator({k: v for k, v in schema.items() if k not in skip})
     for value in VALUES * 2:
         assert validator.valid(value, "", skip) == oracle.is_valid(value), value
+    assert validator.valid_values(VALUES, "", skip) == [v for v in VALUES if oracle.is_valid(v)]
+    assert validator.valid_values(VALUES[::-1], "", skip) == [v for v in VALUES[::-1] if oracle.is_valid(v)]
 
 
 def test_enum_values_with_a_lone_surrogate_are_refused_or_left_out() -> None:
