@@ -530,18 +530,19 @@ def _productive(rules: list[tuple[int, tuple[int, ...]]], empty_terms: set[int])
     waiting: list[int] = []  # per rule: nonterminal occurrences not yet known productive
     users: dict[int, list[int]] = defaultdict(list)  # nonterminal -> rules that mention it (once per occurrence)
     productive: set[int] = set()
-    ready: list[int] = []
     empty_syms = {~t for t in empty_terms}
+    # a rule of terminals alone makes its left side productive: its other rules need not wait for anything
+    # (a threaded string's rule and its tail)
+    direct = {lhs for lhs, rhs in rules if (not rhs or max(rhs) < 0) and (not empty_syms or empty_syms.isdisjoint(rhs))}
+    ready = list(direct)
     for i, (lhs, rhs) in enumerate(rules):
-        if empty_syms and not empty_syms.isdisjoint(rhs):
-            waiting.append(-1)  # never productive
+        if lhs in direct or empty_syms and not empty_syms.isdisjoint(rhs):
+            waiting.append(-1)  # productive already, or never by this rule
             continue
         nts = [s for s in rhs if s >= 0]
         waiting.append(len(nts))
         for s in nts:
             users[s].append(i)
-        if not nts:
-            ready.append(lhs)
     while ready:
         nt = ready.pop()
         if nt in productive:

@@ -280,3 +280,52 @@ def test_references_of_a_deep_tree_need_no_recursion() -> None:
     for _ in range(50_000):
         expr = ir.Sequence((ir.Terminal(ir.Literal(b"a")), ir.Repetition(ir.Choice((expr, ir.Ref("y"))), 0, 1)))
     assert sum(1 for _ in ir.references(expr)) == 50_001
+
+
+def _derives(expr: ir.Expr, productive: set[str]) -> bool:
+    """Brute force: does ``expr`` derive some text, given the rules known productive?"""
+    if isinstance(expr, ir.Terminal):
+        return True
+    if isinstance(expr, ir.Ref):
+        return expr.name in productive
+    if isinstance(expr, ir.Choice):
+        return any(_derives(x, productive) for x in expr.alternatives)
+    if isinstance(expr, ir.Sequence):
+        return all(_derives(x, productive) for x in expr.items)
+    return expr.min == 0 or _derives(expr.item, productive)
+
+
+def _fixpoint(step) -> set:
+    found: set = set()
+    while True:
+        more = step(found)
+        if more <= found:
+            return found
+        found |= more
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 5), st.lists(st.integers(-3, 5), max_size=3)), max_size=14),
+       st.sets(st.integers(0, 2), max_size=1))
+def test_productive_nonterminals_match_a_fixpoint(rules, empty_terms):
+    """``normalize._productive`` (a rule of terminals alone settles its left side at once) against the
+    definition: a nonterminal is productive when one of its rules has only productive nonterminals and no
+    terminal of the empty language."""
+    from kbnf_gpu.normalize import _productive
+
+    flat = [(lhs, tuple(rhs)) for lhs, rhs in rules]
+    empty = {~t for t in empty_terms}
+    want = _fixpoint(lambda p: {lhs for lhs, rhs in flat
+                                if empty.isdisjoint(rhs) and all(s < 0 or s in p for s in rhs)})
+    assert _productive(flat, set(empty_terms)) == want
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.dictionaries(st.sampled_from(NAMES), exprs, min_size=1, max_size=5))
+def test_schema_prune_productive_rules_match_a_fixpoint(rules):
+    """The JSON Schema front end's ``_prune._productive`` (a body with an alternative of terminals alone settles
+    its rule at once) against the definition, on random rule bodies."""
+    from kbnf_gpu.frontends.json_schema._prune import _productive
+
+    want = _fixpoint(lambda p: {name for name, body in rules.items() if _derives(body, p)})
+    assert _productive(rules) == want

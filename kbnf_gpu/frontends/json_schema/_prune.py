@@ -63,6 +63,10 @@ def _productive(rules: dict[str, ir.Expr]) -> set[str]:
     owner: list[str] = []
     needed_by: dict[str, list[int]] = {}
     for name, body in rules.items():
+        if _derives_text(body):  # what its other alternatives wait for cannot matter
+            productive.add(name)
+            work.append(name)
+            continue
         for need in _requirements(body):
             if not need:
                 if name not in productive:
@@ -81,6 +85,16 @@ def _productive(rules: dict[str, ir.Expr]) -> set[str]:
                 productive.add(owner[alt])
                 work.append(owner[alt])
     return productive
+
+
+def _derives_text(body: ir.Expr) -> bool:
+    """Whether ``body`` has an alternative of terminals alone (a threaded string's rule with its tail): a
+    sufficient test, without the disjunctive form."""
+    kind = type(body)
+    if kind is ir.Choice:
+        return any(type(alt) is ir.Terminal or type(alt) is ir.Sequence and all(type(x) is ir.Terminal for x in alt.items)
+                   for alt in body.alternatives)
+    return kind is ir.Terminal or kind is ir.Sequence and all(type(x) is ir.Terminal for x in body.items)
 
 
 def _requirements(body: ir.Expr) -> list[frozenset[str]]:
