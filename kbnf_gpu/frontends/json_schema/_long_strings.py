@@ -73,6 +73,8 @@ CHUNK_REGEX = 4_000
 # code-point automaton states of all the chunk and tail lexemes of one threaded string (x 25-45 in bytes): past
 # it, shorter chunks (``format: hostname`` with ``maxLength: 300`` made 480 chunk languages of 16 code points)
 MAX_THREAD_STATES = 2_000
+# states x rounds of Moore's refinement one threaded string spends on its rests' twins (``_bounded_twins``)
+TWIN_REFINEMENT = 1 << 16
 
 
 def threaded_string(b: "Builder", langs: list[Rx], lo: int, hi: Optional[int], where: str) -> Optional[ir.Expr]:
@@ -189,9 +191,6 @@ def _count_span(x: Rx) -> int:
         return x.n_states * max((_count_span(label) for _, label, _ in x.edges), default=1)
     return 1
 
-
-# states x rounds of Moore's refinement one threaded string spends on its rests' twins (``_bounded_twins``)
-TWIN_REFINEMENT = 1 << 16
 
 class TooManyRules(TooLarge):
     """A threaded string's plan passes ``MAX_THREAD_RULES`` or its boundary states (before any lexeme work)."""

@@ -157,10 +157,20 @@ def _state_machine(b: "Builder", name: str, props: list[Member], regions: list[M
             g, S = g + 1, frozenset()
         return g, S, c if track else 0, first
 
-    def member(m: Member, first: bool, nxt: State) -> Alt:
-        return (*piece(m, first), ir.Ref(m.value)), norm(nxt)
+    def written(m: Member, first: bool) -> tuple[ir.Expr, ...]:
+        return (*piece(m, first), ir.Ref(m.value))
 
-    more = _any_of([(*piece(r, False), ir.Ref(r.value)) for r in regions])  # a comma, then one of them
+    def member(m: Member, first: bool, nxt: State) -> Alt:
+        return written(m, first), norm(nxt)
+
+    def regions_counted(first: bool, fewest: int, most: Optional[int]) -> tuple[ir.Expr, ...]:
+        """``fewest`` to ``most`` additional members (``first``: none written before them; at least one)."""
+        more = _any_of([written(r, False) for r in regions])  # a comma, then one of them
+        if not first:
+            return (b.counted(more, fewest, most, f"{name}_more"),)
+        later = b.counted(more, max(0, fewest - 1), None if most is None else most - 1, f"{name}_more")
+        return _any_of([written(r, True) for r in regions]), later
+
     start: State = norm((0, frozenset(), 0, True))
     edges: dict[State, list[Alt]] = {}
     work = [start]
@@ -182,11 +192,8 @@ def _state_machine(b: "Builder", name: str, props: list[Member], regions: list[M
                 alts.append(((), norm((g + 1, frozenset(), c, first))))
         elif track and regions:
             fewest, most = max(0, min_props - c), None if max_props is None else max_props - c
-            if first and (most is None or most >= max(1, fewest)):
-                later = b.counted(more, max(0, fewest - 1), None if most is None else most - 1, f"{name}_more")
-                alts.append(((_any_of([(*piece(r, True), ir.Ref(r.value)) for r in regions]), later), None))
-            elif not first and (most is None or most >= fewest):
-                alts.append(((b.counted(more, fewest, most, f"{name}_more"),), None))
+            if most is None or most >= max(1 if first else 0, fewest):
+                alts.append((regions_counted(first, fewest, most), None))
         else:
             if room(c):
                 alts.extend(member(r, first, (G, frozenset(), bump(c), False)) for r in regions)
