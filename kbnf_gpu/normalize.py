@@ -420,6 +420,7 @@ class _Builder:
                     err.args = (err._format(),)
                 raise
 
+
 BLOCK_MIN = 4  # copies per block at least, else a counted repetition stays one lexeme per copy
 MAX_RUN = 16  # terminals fused into one run at most
 # Run fusion builds at most this many concatenated DFAs per grammar (a few ms each): the punctuation of a

@@ -219,15 +219,13 @@ def _thread(b: "Builder", d: DFA, lo: int, hi: Optional[int], C: int, bounded_re
                 and reach[p].bit_count() <= small)
 
     # with an upper bound, the rule of (p, j) reads at most ``hi - j * C`` more code points: states that accept
-    # the same strings that short are one rule (a hostname's label positions far from its 63 at its last counts);
-    # Moore's refinement is stable after ``d.n`` rounds, so a longer rest has the twins of ``d.n`` (only the
-    # rests up to it are refined: ``maxLength: 2147483647`` asks no more than ``maxLength: 300``)
-    twins = {} if hi is None else _bounded_twins(d, sorted({d.n, *range(hi % C, min(hi, d.n) + 1, C)}))
+    # the same strings that short are one rule (a hostname's label positions far from its 63 at its last counts)
+    twins = None if hi is None else _bounded_twins(d, hi, C)
 
     def key(p: int, j: int) -> tuple[int, int]:
-        if hi is None:
+        if twins is None:
             return p, min(j, J)
-        return (p, FREE) if free(p, j) and lo - j * C <= shortest[p] else (twins[min(hi - j * C, d.n)][p], j)
+        return (p, FREE) if free(p, j) and lo - j * C <= shortest[p] else (twins(hi - j * C)[p], j)
 
     # plan the rules first (states and counts only), failing before any lexeme work when they would pass the
     # bounds: each state a chunk may still leave gets its chunk lexemes, and with no lower bound its tail too
@@ -386,23 +384,29 @@ def _thread(b: "Builder", d: DFA, lo: int, hi: Optional[int], C: int, bounded_re
     return ir.Sequence((b.term(close, "quote"), refs[key(0, 0)]))
 
 
-def _bounded_twins(d: DFA, lengths: list[int]) -> dict[int, list[int]]:
-    """For each of ``lengths`` (ascending): per state of ``d``, the least state that accepts the same strings of
-    at most that many code points (Moore's refinement, stopped after that many rounds; one for all). It runs at
-    most ``TWIN_REFINEMENT / d.n`` rounds: past them, unless it was stable by then, every state is its own twin
-    (exact, only more rules; an ARN's 1,242 states took 1,224 rounds, 0.2 s per chunk size, and none merged)."""
-    cap = max(1, TWIN_REFINEMENT // d.n)
-    rounds = sorted({min(n, cap) for n in lengths} | {cap - 1, cap})
+def _bounded_twins(d: DFA, hi: int, C: int) -> Callable[[int], list[int]]:
+    """Per rest a count of chunks leaves (``hi - j * C``): per state of ``d``, the least state that accepts the
+    same strings of at most that many code points (Moore's refinement, stopped after that many rounds). The
+    refinement is stable after ``d.n`` rounds, and it runs at most ``TWIN_REFINEMENT / d.n`` of them: a longer
+    rest takes the last round's twins where the refinement was stable by then, else every state is its own
+    twin (exact, only more rules; an ARN's 1,242 states took 1,224 rounds, 0.2 s per chunk size, and none
+    merged). So ``maxLength: 2147483647`` refines no more than ``maxLength: 300``."""
+    top = max(1, min(d.n, TWIN_REFINEMENT // d.n))
+    rounds = sorted({*range(hi % C, min(hi, top) + 1, C), top - 1, top})
     table = np.array(d.trans, dtype=np.int64).reshape(d.n, -1)
     found = dict(zip(rounds, least_twins(table, np.array(d.accept, dtype=bool), tuple(rounds))))
-    if not np.array_equal(found[cap - 1], found[cap]):  # not stable: longer rests are not refined
-        found[cap + 1] = np.arange(d.n)
+    stable = top == d.n or np.array_equal(found[top - 1], found[top])
+    beyond = found[top] if stable else np.arange(d.n)
     as_lists: dict[int, list[int]] = {}  # one list per distinct array (once stable, every round's is one)
-    out: dict[int, list[int]] = {}
-    for n in lengths:
-        twins = found[n if n <= cap else max(found)]
-        out[n] = as_lists.setdefault(id(twins), twins.tolist())
-    return out
+
+    def twins(rest: int) -> list[int]:
+        at = found[rest] if rest <= top else beyond
+        hit = as_lists.get(id(at))
+        if hit is None:
+            hit = as_lists[id(at)] = at.tolist()
+        return hit
+
+    return twins
 
 
 def _length_range(d: DFA) -> tuple[int, Optional[int]]:
