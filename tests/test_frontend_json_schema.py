@@ -359,6 +359,56 @@ def _spellings(cp: int) -> set[str]:
     return out
 
 
+_NEAR_SURROGATES = st.one_of(st.integers(0, 0x10FFFF), st.integers(0xD7F0, 0xE010), st.integers(0, 64))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(_NEAR_SURROGATES, st.sampled_from([0, 1, 7, 0x800, 0x10000, 0x10FFFF])), max_size=8))
+def test_norm_is_sorted_merged_ranges_without_surrogates(ranges) -> None:
+    """``norm`` (the surrogates cut by bisection from the ranges that overlap them) is the code points of the
+    ranges, minus U+D800..U+DFFF, as sorted, disjoint, non-adjacent ranges; a tuple (memoized) and a
+    generator give the same."""
+    from kbnf_gpu.automata import charset as _base
+    from kbnf_gpu.frontends.json_schema import _charset as cs
+
+    ranges = [(a, min(a + n, cs.MAX_CP)) for a, n in ranges]
+    points = set()
+    for a, b in ranges:
+        points.update(range(a, min(b, 0xDFFF + 2) + 1))  # the code points near the surrogates, exactly
+    got = cs.norm(r for r in ranges)
+    assert got == cs.norm(tuple(ranges))
+    assert all(a <= b for a, b in got) and all(b + 1 < c for (_, b), (c, _) in zip(got, got[1:]))
+    covered = {c for a, b in got for c in range(a, min(b, 0xDFFF + 2) + 1)}
+    assert covered == points - set(range(0xD800, 0xE000))
+    assert got == _base.difference(_base.normalize(ranges), cs.SURROGATES)  # the definition, range by range
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(st.tuples(_NEAR_SURROGATES, st.sampled_from([0, 1, 3, 50, 0x800])), max_size=5), max_size=6),
+       st.booleans())
+def test_alphabet_partitions_code_points_by_the_labels_that_hold_them(label_ranges, repeat) -> None:
+    """``_fsm.alphabet``: its symbols are disjoint, cover every scalar value, and each is the code points held
+    by exactly the same labels, its pieces listed in order of their first code point; each label is the
+    union of its symbols (a label given twice once)."""
+    from kbnf_gpu.frontends.json_schema import _charset as cs
+    from kbnf_gpu.frontends.json_schema._fsm import alphabet
+
+    labels = [cs.norm(rs) for rs in label_ranges] + ([cs.norm(label_ranges[0])] if repeat and label_ranges else [])
+    symbols, of_label = alphabet(labels)
+    assert set(of_label) == set(labels)
+    assert cs.union(*symbols) == cs.ANY
+    for i, a in enumerate(symbols):
+        assert a and all(not cs.intersect(a, b) for b in symbols[i + 1:])
+    assert [a[0][0] for a in symbols] == sorted(a[0][0] for a in symbols)
+    for lab, ids in of_label.items():
+        assert ids == sorted(ids) and cs.union(*(symbols[k] for k in ids)) == lab
+    probes = {c for a in symbols for lo, hi in a for c in (lo, hi, (lo + hi) // 2)}
+    for a in symbols:
+        held = {tuple(cs.contains(lab, c) for lab in of_label) for lo, hi in a for c in (lo, hi) if c in probes}
+        assert len(held) == 1  # one symbol, one set of labels
+    assert len({tuple(cs.contains(lab, a[0][0]) for lab in of_label) for a in symbols}) == len(symbols)
+
+
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 0x10FFFF), st.integers(0, 2000)), min_size=1, max_size=6), st.data())
 def test_class_spellings_are_every_json_spelling_of_its_code_points(starts, data) -> None:

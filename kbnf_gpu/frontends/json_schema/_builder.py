@@ -91,6 +91,8 @@ class Builder:
         self.nodes: dict[tuple[frozenset[Atom], int], str] = {}
         self._depths: dict[frozenset[Atom], int] = {}
         self._flat: set[str] = set()  # rules whose containers are cut off (indent depth limit)
+        self._enum_choices: dict[tuple[str, str], Optional[str]] = {}  # ``_enum_choice``'s memo
+        self._enum_value_lists: dict[tuple[str, ...], list[Any]] = {}  # ``_enum_values``' memo
         self.queue: deque[tuple[str, tuple[Atom, ...], int]] = deque()
         self._terms: dict[ir.RegExpr, ir.Terminal] = {}
         # the rules of counted repetitions: ("times" | "up_to" | "below_power", item, count) -> rule name
@@ -304,12 +306,11 @@ class Builder:
             return None
         i, kw, n = choice
         ptr, skip = atoms[i]
-        values = enum_choice(self.doc, ptr, kw) if kw in ("anyOf", "oneOf") else None
-        if values is not None:  # one branch: the values as one enum (exact: see ``enum_choice``)
-            if not values:
+        enum_at = self._enum_choice(ptr, kw) if kw in ("anyOf", "oneOf") else None
+        if enum_at is not None:  # one branch: the values as one enum (exact: see ``enum_choice``)
+            if not enum_at:
                 return child(ptr, kw), []
-            enum = (self.doc.synthetic({"enum": values}, child(ptr, kw)), frozenset())
-            return child(ptr, kw), [atoms[:i] + ((ptr, skip | {kw}), enum) + atoms[i + 1:]]
+            return child(ptr, kw), [atoms[:i] + ((ptr, skip | {kw}), (enum_at, frozenset())) + atoms[i + 1:]]
         # distributing every anyOf/oneOf of a conjunction makes the product of their widths in rules
         current_budget().check("max_schema_branches", choice_product(self.doc, atoms),
                                "combinations of anyOf/oneOf branches", pointer=self.doc.show(child(atoms[i][0], kw)))
@@ -325,6 +326,19 @@ class Builder:
         if kw == "oneOf":
             branches = exclusive(self.doc, branches)
         return child(ptr, kw), branches
+
+    def _enum_choice(self, ptr: str, kw: str) -> Optional[str]:
+        """The location of ``enum_choice``'s values at ``ptr`` as one ``enum`` ("" when there are none, None when
+        the choice is not one of values): once per choice, however many conjunctions reach it (azure-pipelines'
+        259 task names, met from each of 259 task patterns, were read again at each)."""
+        key = (ptr, kw)
+        if key not in self._enum_choices:
+            values = enum_choice(self.doc, ptr, kw)
+            if values:
+                self._enum_choices[key] = self.doc.synthetic({"enum": values}, child(ptr, kw))
+            else:
+                self._enum_choices[key] = None if values is None else ""
+        return self._enum_choices[key]
 
     def _warn_overlap(self, where: str, kept: list[tuple[Atom, ...]]) -> None:
         """A ``oneOf`` whose branches kept may overlap is an ``anyOf``: say so."""
@@ -375,21 +389,7 @@ class Builder:
         for fmt, at in m.formats:
             if fmt in UNSUPPORTED_FORMATS:
                 self.doc.problem(f"unsupported format '{fmt}'", at)
-        values, _ = m.enums[0]
-        for other, _ in m.enums[1:]:
-            keys = {json_key(v) for v in other}
-            values = [v for v in values if json_key(v) in keys]
-        seen = set()
-        kept = []
-        for v in values:
-            k = json_key(v)
-            if k in seen:
-                continue
-            seen.add(k)
-            if not _writable(v):
-                self.doc.problem("an enum/const value with a lone surrogate cannot be generated", m.enums[0][1])
-                continue
-            kept.append(v)
+        kept = self._enum_values(m)
         for p, s in m.atoms:
             kept = self.validator.valid_values(kept, p, s | {"enum", "const"})
         if not kept:
@@ -410,6 +410,30 @@ class Builder:
             size += n
         budget.check("max_terminals", len(batches), "terminals for the enum/const values", pointer=where)
         return [self.term(alt(*(self.layout.value(v, depth) for v in batch)), "enum") for batch in batches]
+
+    def _enum_values(self, m: Merged) -> list[Any]:
+        """The values every ``enum``/``const`` of ``m`` allows, once each and writable: once per set of those
+        keywords (a choice of 259 task names, met with each of 259 task patterns, is read once)."""
+        key = tuple(at for _, at in m.enums)
+        found = self._enum_value_lists.get(key)
+        if found is None:
+            values, _ = m.enums[0]
+            for other, _ in m.enums[1:]:
+                keys = {json_key(v) for v in other}
+                values = [v for v in values if json_key(v) in keys]
+            seen = set()
+            found = []
+            for v in values:
+                k = json_key(v)
+                if k in seen:
+                    continue
+                seen.add(k)
+                if not _writable(v):
+                    self.doc.problem("an enum/const value with a lone surrogate cannot be generated", m.enums[0][1])
+                    continue
+                found.append(v)
+            self._enum_value_lists[key] = found
+        return found
 
     # ------------------------------------------------------------ numbers
 

@@ -7,7 +7,6 @@ a ``GrammarError`` is raised rather than letting a schema blow up.
 """
 from __future__ import annotations
 
-from bisect import bisect_right
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Iterable, Optional
@@ -162,23 +161,27 @@ class DFA:
 
 
 def alphabet(labels: list[cs.Ranges]) -> tuple[list[cs.Ranges], dict[cs.Ranges, list[int]]]:
-    """Partition the code space into symbols; map each label to its symbols."""
-    bounds = {0, cs.MAX_CP + 1}
-    for lab in labels:
-        for a, b in lab:
-            bounds.add(a)
-            bounds.add(b + 1)
-    cuts = sorted(bounds)
-    sig_of: dict[tuple[int, ...], list[tuple[int, int]]] = {}
+    """Partition the code space into symbols; map each label to its symbols.
+
+    The code space is cut at every label's range ends; the pieces with the same labels around them are one
+    symbol, in the order of their first piece. One sweep over the cuts keeps the labels that hold the piece
+    (a class such as ``\\p{L}`` makes a thousand pieces, each held by a few labels)."""
     uniq = list(dict.fromkeys(labels))
-    starts = [[r[0] for r in lab] for lab in uniq]
+    changes: dict[int, list[int]] = {0: [], cs.MAX_CP + 1: []}  # cut -> labels entered (i) or left (~i) there
+    for i, lab in enumerate(uniq):
+        for a, b in lab:
+            changes.setdefault(a, []).append(i)
+            changes.setdefault(b + 1, []).append(~i)
+    cuts = sorted(changes)
+    sig_of: dict[tuple[int, ...], list[tuple[int, int]]] = {}
+    holding: set[int] = set()
     for a, nxt in zip(cuts, cuts[1:]):
-        b = nxt - 1
-        sig = tuple(
-            i for i, lab in enumerate(uniq)
-            if (k := bisect_right(starts[i], a) - 1) >= 0 and lab[k][1] >= a
-        )
-        sig_of.setdefault(sig, []).append((a, b))
+        for i in changes[a]:
+            if i >= 0:
+                holding.add(i)
+            else:
+                holding.discard(~i)
+        sig_of.setdefault(tuple(sorted(holding)), []).append((a, nxt - 1))
     symbols: list[cs.Ranges] = []
     of_label: dict[cs.Ranges, list[int]] = {lab: [] for lab in uniq}
     for sig, rs in sig_of.items():
