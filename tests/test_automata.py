@@ -1210,3 +1210,28 @@ def test_general_categories_partition_the_code_points_as_unicodedata_says() -> N
     assert charset.general_category("L") == charset.union(*(table[n] for n in ("Lu", "Ll", "Lt", "Lm", "Lo")))
     assert charset.general_category("LC") == charset.union(table["Lu"], table["Ll"], table["Lt"])
     assert charset.general_category("Nd") == table["Nd"] and charset.general_category("Xx") == ()
+
+
+def test_building_a_string_lexeme_leaves_no_reference_cycle():
+    """The construction that replaces a string lexeme's labels by their DFAs (``_labels_determinized``)
+    leaves no cycle behind: its label DFAs and expression are freed when it returns, not held until a
+    garbage collection (compilations pause the collector, so they would pile up for the whole compile)."""
+    import gc
+
+    from kbnf_gpu.automata.build import DFALeaf
+    from kbnf_gpu.frontends.json_schema import parse_json_schema
+    from kbnf_gpu.normalize import normalize
+
+    schema = {"type": "string", "pattern": r"^[a-z\p{N}]+-[0-9]{2}q\.x$"}  # a pattern no other test builds
+    gc.collect()
+    gc.disable()
+    try:
+        normalize(parse_json_schema(schema))
+        gc.set_debug(gc.DEBUG_SAVEALL)
+        gc.collect()
+        left = [x for x in gc.garbage if isinstance(x, (DFALeaf, ByteDFA))]
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+        gc.enable()
+    assert not left

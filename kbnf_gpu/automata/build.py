@@ -310,7 +310,12 @@ def _labels_determinized(root: Node, determinized: Callable[[Node], ByteDFA], ma
             return Look(rebuilt(node.body), behind=node.behind, negated=node.negated)
         return node
 
-    return rebuilt(root)
+    try:
+        return rebuilt(root)
+    finally:
+        # ``rebuilt`` calls itself through its closure: a cycle that would hold ``leaves`` (every label's DFA) and
+        # ``root`` until the garbage collector finds it, after the compilation (which pauses the collector)
+        rebuilt = None  # noqa: F841
 
 
 def _compile(root: Node, max_states: int, ctx: _Context, lazy: bool = False) -> ByteDFA:
