@@ -164,23 +164,24 @@ def alphabet(labels: list[cs.Ranges]) -> tuple[list[cs.Ranges], dict[cs.Ranges, 
     """Partition the code space into symbols; map each label to its symbols.
 
     The code space is cut at every label's range ends; the pieces with the same labels around them are one
-    symbol, in the order of their first piece. One sweep over the cuts keeps the labels that hold the piece
-    (a class such as ``\\p{L}`` makes a thousand pieces, each held by a few labels)."""
+    symbol, in the order of their first piece. One sweep over the cuts counts, per label, its ranges that hold
+    the piece (a class such as ``\\p{L}`` makes a thousand pieces, each held by a few labels)."""
     uniq = list(dict.fromkeys(labels))
-    changes: dict[int, list[int]] = {0: [], cs.MAX_CP + 1: []}  # cut -> labels entered (i) or left (~i) there
+    changes: dict[int, list[tuple[int, int]]] = {0: [], cs.MAX_CP + 1: []}  # cut -> (label, +1 enters / -1 leaves)
     for i, lab in enumerate(uniq):
         for a, b in lab:
-            changes.setdefault(a, []).append(i)
-            changes.setdefault(b + 1, []).append(~i)
+            changes.setdefault(a, []).append((i, 1))
+            changes.setdefault(b + 1, []).append((i, -1))
     cuts = sorted(changes)
     sig_of: dict[tuple[int, ...], list[tuple[int, int]]] = {}
-    holding: set[int] = set()
+    holding: dict[int, int] = {}  # label -> its ranges around the piece (adjacent or overlapping ones: two at a cut)
     for a, nxt in zip(cuts, cuts[1:]):
-        for i in changes[a]:
-            if i >= 0:
-                holding.add(i)
+        for i, step in changes[a]:
+            n = holding.get(i, 0) + step
+            if n:
+                holding[i] = n
             else:
-                holding.discard(~i)
+                del holding[i]
         sig_of.setdefault(tuple(sorted(holding)), []).append((a, nxt - 1))
     symbols: list[cs.Ranges] = []
     of_label: dict[cs.Ranges, list[int]] = {lab: [] for lab in uniq}
