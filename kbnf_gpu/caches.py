@@ -16,6 +16,7 @@ go cost a step 1-3 ms (the objects they alone held were freed with them).
 """
 from __future__ import annotations
 
+import functools
 import threading
 import weakref
 from collections import OrderedDict
@@ -158,3 +159,82 @@ def lru_get(
             while len(cache) > limit:
                 cache.popitem(last=False)
     return hit
+
+
+class WeightedMemo:
+    """A memo table bounded by the total *weight* of what it holds (least recently used out first), for
+    results whose size follows an untrusted input's (a pattern's text, a class's ranges, a schema's key
+    names): a count alone would let a few thousand huge entries hold gigabytes. Reads take no lock (each is
+    one or two dict operations); stores do. An entry heavier than the whole limit is computed, not held."""
+
+    __slots__ = ("limit", "_entries", "_held", "_lock")
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._entries: OrderedDict = OrderedDict()  # key -> (value, weight)
+        self._held = 0
+        self._lock = threading.Lock()
+
+    def lookup(self, key: Hashable) -> Any:
+        """The value held under ``key`` (now the most recently used), or ``None``."""
+        hit = self._entries.get(key)
+        if hit is None:
+            return None
+        try:
+            self._entries.move_to_end(key)
+        except KeyError:  # evicted by another thread meanwhile
+            pass
+        return hit[0]
+
+    def store(self, key: Hashable, value: Any, weight: int) -> Any:
+        """Hold ``value`` (not ``None``) under ``key`` unless it alone weighs more than the limit; returns it."""
+        if weight <= self.limit:
+            entries = self._entries
+            with self._lock:
+                if key not in entries:
+                    entries[key] = (value, weight)
+                    self._held += weight
+                    while self._held > self.limit:
+                        self._held -= entries.popitem(last=False)[1][1]
+        return value
+
+    @property
+    def held(self) -> int:
+        """The total weight held."""
+        return self._held
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+            self._held = 0
+
+
+def memoized(limit: int, weigh: Callable[..., int]) -> Callable[[Callable], Callable]:
+    """Memoize a pure function of hashable arguments in a ``WeightedMemo`` of ``limit``, an entry weighing
+    ``weigh(*args, **kwargs)`` (say, the length of the text it was made from, plus a constant for its fixed
+    cost); a ``None`` result is not held. The function gets ``memo`` (the table) and ``cache_clear()``."""
+
+    def decorate(f: Callable) -> Callable:
+        memo = WeightedMemo(limit)
+        entries = memo._entries  # ``memo.lookup`` inline: these functions are called at every class and pattern
+
+        @functools.wraps(f)
+        def call(*args: Any, **kwargs: Any) -> Any:
+            key = (args, tuple(sorted(kwargs.items()))) if kwargs else args
+            hit = entries.get(key)
+            if hit is None:
+                return memo.store(key, f(*args, **kwargs), weigh(*args, **kwargs))
+            try:
+                entries.move_to_end(key)
+            except KeyError:  # evicted by another thread meanwhile
+                pass
+            return hit[0]
+
+        call.memo = memo  # type: ignore[attr-defined]
+        call.cache_clear = memo.clear  # type: ignore[attr-defined]
+        return call
+
+    return decorate

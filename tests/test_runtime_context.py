@@ -342,6 +342,55 @@ class _Value:
     """A weakly referable cache value (to see when a cache lets go of it)."""
 
 
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 30), st.integers(0, 60)), max_size=80))
+def test_weighted_memo_holds_at_most_its_limit_and_the_most_recent(calls):
+    """``WeightedMemo`` against a model LRU bounded by weight: a lookup finds what the model holds; the
+    weight held never passes the limit; what it holds is what a least-recently-used list by weight holds; an
+    entry heavier than the limit is never held."""
+    from kbnf_gpu.caches import WeightedMemo
+
+    limit = 50
+    memo = WeightedMemo(limit)
+    model: list[tuple[int, int]] = []  # (key, weight), least recently used first
+    made = []
+    misses = 0
+    for key, weight in calls:
+        hit = [m for m in model if m[0] == key]
+        misses += not hit
+        value = memo.lookup(key)
+        if value is None:
+            made.append(key)
+            value = memo.store(key, ("value", key), weight)
+        assert value == ("value", key)
+        if hit:
+            model.remove(hit[0])
+            model.append(hit[0])
+        elif weight <= limit:
+            model.append((key, weight))
+            while sum(w for _, w in model) > limit:
+                model.pop(0)
+        assert memo.held == sum(w for _, w in model) <= limit and len(memo) == len(model)
+    assert len(made) == misses  # made exactly when not held
+
+
+def test_front_end_memos_stay_bounded_on_huge_untrusted_text():
+    """The front ends' memos of results made from untrusted text (a pattern, a class, key names) are bounded
+    by the text they hold, not by a count of entries: a stream of huge distinct patterns leaves each at most
+    its limit."""
+    from kbnf_gpu.automata.regex import translate
+    from kbnf_gpu.frontends.json_schema import _charset as cs
+    from kbnf_gpu.frontends.json_schema._strings import unit
+
+    for k in range(12):
+        source = "|".join(f"a{k}b{i}" for i in range(4_000))  # ~30,000 characters each
+        translate(source)
+        ranges = tuple((i * 3 + k, i * 3 + k) for i in range(6_000))
+        unit(cs.norm(ranges))
+    for memo in (translate.memo, unit.memo, cs._MEMO):
+        assert 0 < memo.held <= memo.limit
+
+
 def test_generational_cache_releases_an_evicted_generation_a_little_per_store():
     """Evicting a generation must not free all its objects in one store (that was a 1-3 ms step in a long trace)."""
     cache = GenerationalCache(100)

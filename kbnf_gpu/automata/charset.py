@@ -15,6 +15,7 @@ from typing import Iterable
 
 import numpy as np
 
+from ..caches import memoized
 from .utf8 import MAX_CODE_POINT, SURROGATE_HI, SURROGATE_LO
 
 Ranges = tuple[tuple[int, int], ...]
@@ -140,7 +141,7 @@ def _involved() -> tuple[str, Ranges]:
     return "".join(map(chr, cps)), from_code_points(cps)
 
 
-@lru_cache(maxsize=4096)
+@memoized(1 << 17, lambda exact, item_source, ascii_only: len(exact) + len(item_source) + 16)
 def ignorecase(exact: Ranges, item_source: str, ascii_only: bool) -> Ranges:
     """The set ``re`` matches for a one-character item under IGNORECASE.
 

@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import lru_cache
 
 from .. import ir
+from ..caches import memoized
 from . import charset as cs
 
 try:  # Python >= 3.11
@@ -227,7 +227,7 @@ def parse_flags(flags: str) -> int:
     return bits
 
 
-@lru_cache(maxsize=2048)
+@memoized(1 << 18, lambda source, flags="": len(source) + 64)  # a pattern's text: its tree's size
 def translate(source: str, flags: str = "") -> ir.RegExpr | Anchor:
     """Parse a Python-``re`` pattern into a tree of ``ir`` nodes and ``Anchor``s.
 

@@ -6,7 +6,7 @@ one sub-range. Surrogates (D800-DFFF) have no UTF-8 encoding and are dropped.
 """
 from __future__ import annotations
 
-from functools import lru_cache
+from ..caches import memoized
 
 MAX_CODE_POINT = 0x10FFFF
 SURROGATE_LO, SURROGATE_HI = 0xD800, 0xDFFF
@@ -37,7 +37,7 @@ def _drop_surrogates(ranges: tuple[tuple[int, int], ...]) -> list[tuple[int, int
     return out
 
 
-@lru_cache(maxsize=4096)
+@memoized(1 << 17, lambda ranges: len(ranges) + 16)
 def utf8_sequences(ranges: tuple[tuple[int, int], ...]) -> tuple[ByteSeq, ...]:
     """UTF-8 byte-range sequences for sorted, disjoint code point ``ranges``.
 

@@ -29,9 +29,9 @@ The IR is faithful: no desugaring, a group adds no node of its own, ``[x]`` is
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import lru_cache
 
 from .. import ir
+from ..caches import memoized
 from ..errors import GrammarError
 from ._rust_regex import RustRegexError, rust_to_python
 from ._scan import DEFAULT_MAX_DEPTH, EscapeError, Source, check_references, describe_char, kbnf_escape, utf8
@@ -62,7 +62,7 @@ def _word_char(c: str) -> bool:
     return c in _IDENT or c == "-" or (not c.isascii() and c.isalnum())
 
 
-@lru_cache(maxsize=4096)
+@memoized(1 << 18, lambda rust: len(rust) + 64)
 def _python_pattern(rust: str) -> ir.Pattern:
     """Rust regex text → canonical ``ir.Pattern`` (grammars repeat their regexes; cached)."""
     return translate_regex(rust_to_python(rust))

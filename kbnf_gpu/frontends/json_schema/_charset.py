@@ -6,15 +6,14 @@ scalar values only (lone ``\\uD800`` escapes are not generated).
 from __future__ import annotations
 
 import re
-import threading
 from bisect import bisect_left, bisect_right
-from collections import OrderedDict
 from functools import lru_cache
-from typing import Callable, Iterable
+from typing import Iterable
 
 import numpy as np
 
 from ...automata import charset as _base
+from ...caches import WeightedMemo
 
 Ranges = tuple[tuple[int, int], ...]
 
@@ -25,40 +24,14 @@ SURROGATES: Ranges = ((0xD800, 0xDFFF),)
 def norm(ranges: Iterable[tuple[int, int]]) -> Ranges:
     """Sort, merge and drop surrogates."""
     if type(ranges) is tuple:  # a class's ranges, normalized again wherever an automaton is built from it
-        return _MEMO.get(("norm", ranges), len(ranges), lambda: _without_surrogates(_base.normalize(ranges)))
+        key = ("norm", ranges)
+        hit = _MEMO.lookup(key)
+        return hit if hit is not None else _MEMO.store(key, _without_surrogates(_base.normalize(ranges)),
+                                                       2 * len(ranges) + 1)
     return _without_surrogates(_base.normalize(ranges))
 
 
-class _RangesMemo:
-    """Results of ``norm`` and ``union`` on tuples, least recently used first out once they and their keys hold
-    more than ``limit`` ranges in all (a class may be any size: an entry count alone would not bound the
-    memory). Thread-safe; a result is computed outside the lock (two threads may both compute it)."""
-
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
-        self._entries: OrderedDict[tuple, tuple[Ranges, int]] = OrderedDict()  # key -> (result, weight)
-        self._held = 0
-        self._lock = threading.Lock()
-
-    def get(self, key: tuple, key_ranges: int, make: Callable[[], Ranges]) -> Ranges:
-        """``make()``, memoized under ``key``, which holds ``key_ranges`` ranges."""
-        with self._lock:
-            hit = self._entries.get(key)
-            if hit is not None:
-                self._entries.move_to_end(key)
-                return hit[0]
-        found = make()
-        weight = len(found) + key_ranges
-        with self._lock:
-            if key not in self._entries and weight <= self.limit:
-                self._entries[key] = (found, weight)
-                self._held += weight
-                while self._held > self.limit:
-                    self._held -= self._entries.popitem(last=False)[1][1]
-        return found
-
-
-_MEMO = _RangesMemo(1 << 17)  # ~15 MB at most; \p{L} alone is 650 ranges
+_MEMO = WeightedMemo(1 << 17)  # in ranges, keys' and results' (~15 MB at most; \p{L} alone is 650 ranges)
 
 
 def _without_surrogates(s: Ranges) -> Ranges:
@@ -92,7 +65,10 @@ EMPTY: Ranges = ()
 
 def union(*sets: Ranges) -> Ranges:
     if all(type(s) is tuple for s in sets):  # a pattern's class items (``[\p{L}\p{N}_.:/=+\-@]``) recur
-        return _MEMO.get(("union", sets), sum(map(len, sets)), lambda: norm(r for s in sets for r in s))
+        key = ("union", sets)
+        hit = _MEMO.lookup(key)
+        return hit if hit is not None else _MEMO.store(key, norm(r for s in sets for r in s),
+                                                       2 * sum(map(len, sets)) + 1)
     return norm(r for s in sets for r in s)
 
 

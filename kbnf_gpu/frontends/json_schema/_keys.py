@@ -27,10 +27,9 @@ regular expression cost a subset construction (an object of 411 properties:
 """
 from __future__ import annotations
 
-from functools import lru_cache
-
-from . import _charset as cs
 from ...automata.utf8 import utf8_sequences
+from ...caches import memoized
+from . import _charset as cs
 from ...ir import Automaton, ByteClass
 from ._rx import Rx, cc, lit
 from ._strings import CHAR, RAW_ALLOWED, escaped, unit
@@ -39,7 +38,7 @@ PRINTABLE: cs.Ranges = cs.subtract(cs.norm([(0x20, 0x7E)]), cs.of_chars('"\\')) 
 _END = ""
 
 
-@lru_cache(maxsize=512)
+@memoized(1 << 18, lambda names: sum(map(len, names)) + 16 * len(names) + 64)
 def other_keys(names: tuple[str, ...]) -> Rx:
     """Key bodies that decode to a string not in ``names``, as an automaton (see the module docstring)."""
     trie: dict = {}

@@ -29,6 +29,7 @@ from functools import lru_cache
 from typing import Any, Optional
 
 from ... import ir
+from ...caches import memoized
 from ...errors import GrammarError
 from . import _charset as cs
 from ._document import MAX_NESTING
@@ -189,7 +190,7 @@ def _punct(options: tuple[bool, int, Optional[int]], piece: str, depth: int) -> 
     return ir.Terminal(rx, name=_PUNCT_NAMES[piece])
 
 
-@lru_cache(maxsize=8192)
+@memoized(1 << 19, lambda options, name: len(name) + 64)
 def _key(options: tuple[bool, int, Optional[int]], name: str) -> tuple[ir.Terminal, ...]:
     layout = Layout("flexible" if options[0] else "compact", options[1], options[2])
     quoted_name = seq(lit('"'), canonical_text(name), lit('"'))
@@ -198,7 +199,7 @@ def _key(options: tuple[bool, int, Optional[int]], name: str) -> tuple[ir.Termin
     return (ir.Terminal(seq(quoted_name, layout.colon()), name="key"),)
 
 
-@lru_cache(maxsize=1024)
+@memoized(1 << 18, lambda options, names: sum(map(len, names)) + 16 * len(names) + 64)
 def _other_key(options: tuple[bool, int, Optional[int]], names: tuple[str, ...]) -> tuple[ir.Terminal, ...]:
     from ._keys import other_keys
     from ._scalars import STRING

@@ -33,11 +33,11 @@ from __future__ import annotations
 
 import re
 import string
-from functools import lru_cache
 from typing import Callable, Optional
 
-from . import _charset as cs
+from ...caches import memoized
 from ...ir import Automaton, Concat, Repeat
+from . import _charset as cs
 from ._rx import EPS, Rx, alt, cc, holds_automaton, nullable, opt, rep, seq, star
 
 MAX_GROUP_DEPTH = 100
@@ -586,7 +586,7 @@ def search(source: str, text: str) -> bool:
     return _searcher(source)(text)
 
 
-@lru_cache(maxsize=1024)
+@memoized(1 << 17, lambda source: len(source) + 64)
 def _searcher(source: str) -> Callable[[str], bool]:
     """``search`` for one pattern, read once (an enum of a hundred values checked against one pattern in
     hundreds of schema branches: Azure Pipelines parsed patterns 67,000 times)."""

@@ -10,8 +10,7 @@ unit and lengths count exactly as ``len(str)`` does.
 """
 from __future__ import annotations
 
-from functools import lru_cache
-
+from ...caches import memoized
 from ...ir import Alternation, Automaton, CharClass, Concat, Literal, RegExpr, Repeat
 from . import _charset as cs
 from ._rx import EPS, Rx, alt, cc, lit, rep, seq
@@ -31,7 +30,7 @@ def _hex_digits(values: tuple[int, ...]) -> RegExpr:
     return CharClass(cs.of_chars(chars))
 
 
-@lru_cache(maxsize=4096)
+@memoized(1 << 17, lambda segments, width: len(segments) + 16)
 def _hex_trie(segments: _Segments, width: int) -> Rx:
     """``width`` hex digits spelling a value of a segment, then that segment's continuation.
 
@@ -103,7 +102,7 @@ def escaped(ranges: cs.Ranges) -> Rx:
     return alt(cc(cs.of_chars(short)) if short else None, None if digits is None else seq(lit("u"), digits))
 
 
-@lru_cache(maxsize=4096)
+@memoized(1 << 17, lambda ranges: len(ranges) + 16)  # a class's ranges: its spellings' size
 def unit(ranges: cs.Ranges) -> Rx:
     """Every JSON encoding of one code point out of ``ranges``."""
     raw = cc(cs.intersect(ranges, RAW_ALLOWED))
@@ -136,7 +135,7 @@ def encode(x: Rx) -> Rx:
     raise TypeError(type(x))
 
 
-@lru_cache(maxsize=4096)
+@memoized(1 << 17, lambda x: len(x.ranges) + 16)
 def _encode_class(x: CharClass) -> Rx:
     return unit(cs.norm(x.ranges))
 
