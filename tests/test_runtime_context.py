@@ -385,10 +385,11 @@ def test_front_end_memos_stay_bounded_on_huge_untrusted_text():
     for k in range(12):
         source = "|".join(f"a{k}b{i}" for i in range(4_000))  # ~30,000 characters each
         translate(source)
-        ranges = tuple((i * 3 + k, i * 3 + k) for i in range(6_000))
+        ranges = tuple((i * 3 + k, i * 3 + k) for i in range(12_000))
         unit(cs.norm(ranges))
-    for memo in (translate.memo, unit.memo, cs._MEMO):
-        assert 0 < memo.held <= memo.limit
+        cs.union(cs.norm(ranges), ((k, k),))
+    for memo in (translate.memo, unit.memo, cs._norm_tuple.memo, cs._union_tuples.memo):
+        assert 0 < memo.held <= memo.limit and len(memo) < 12  # the oldest of the twelve let go
 
 
 def test_generational_cache_releases_an_evicted_generation_a_little_per_store():

@@ -13,7 +13,7 @@ from typing import Iterable
 import numpy as np
 
 from ...automata import charset as _base
-from ...caches import WeightedMemo
+from ...caches import memoized
 
 Ranges = tuple[tuple[int, int], ...]
 
@@ -24,14 +24,14 @@ SURROGATES: Ranges = ((0xD800, 0xDFFF),)
 def norm(ranges: Iterable[tuple[int, int]]) -> Ranges:
     """Sort, merge and drop surrogates."""
     if type(ranges) is tuple:  # a class's ranges, normalized again wherever an automaton is built from it
-        key = ("norm", ranges)
-        hit = _MEMO.lookup(key)
-        return hit if hit is not None else _MEMO.store(key, _without_surrogates(_base.normalize(ranges)),
-                                                       2 * len(ranges) + 1)
+        return _norm_tuple(ranges)
     return _without_surrogates(_base.normalize(ranges))
 
 
-_MEMO = WeightedMemo(1 << 17)  # in ranges, keys' and results' (~15 MB at most; \p{L} alone is 650 ranges)
+# weights in ranges, the key's and the result's (2^17: ~15 MB at most; ``\p{L}`` alone is 650 ranges)
+@memoized(1 << 17, lambda ranges: 2 * len(ranges) + 1)
+def _norm_tuple(ranges: Ranges) -> Ranges:
+    return _without_surrogates(_base.normalize(ranges))
 
 
 def _without_surrogates(s: Ranges) -> Ranges:
@@ -65,10 +65,12 @@ EMPTY: Ranges = ()
 
 def union(*sets: Ranges) -> Ranges:
     if all(type(s) is tuple for s in sets):  # a pattern's class items (``[\p{L}\p{N}_.:/=+\-@]``) recur
-        key = ("union", sets)
-        hit = _MEMO.lookup(key)
-        return hit if hit is not None else _MEMO.store(key, norm(r for s in sets for r in s),
-                                                       2 * sum(map(len, sets)) + 1)
+        return _union_tuples(sets)
+    return norm(r for s in sets for r in s)
+
+
+@memoized(1 << 17, lambda sets: 2 * sum(map(len, sets)) + 1)
+def _union_tuples(sets: tuple[Ranges, ...]) -> Ranges:
     return norm(r for s in sets for r in s)
 
 
