@@ -219,19 +219,12 @@ def memoized(limit: int, weigh: Callable[..., int]) -> Callable[[Callable], Call
 
     def decorate(f: Callable) -> Callable:
         memo = WeightedMemo(limit)
-        entries = memo._entries  # ``memo.lookup`` inline: these functions are called at every class and pattern
 
         @functools.wraps(f)
         def call(*args: Any, **kwargs: Any) -> Any:
             key = (args, tuple(sorted(kwargs.items()))) if kwargs else args
-            hit = entries.get(key)
-            if hit is None:
-                return memo.store(key, f(*args, **kwargs), weigh(*args, **kwargs))
-            try:
-                entries.move_to_end(key)
-            except KeyError:  # evicted by another thread meanwhile
-                pass
-            return hit[0]
+            hit = memo.lookup(key)
+            return hit if hit is not None else memo.store(key, f(*args, **kwargs), weigh(*args, **kwargs))
 
         call.memo = memo  # type: ignore[attr-defined]
         call.cache_clear = memo.clear  # type: ignore[attr-defined]
