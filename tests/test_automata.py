@@ -1152,16 +1152,18 @@ def test_dfa_memo_keeps_the_recently_used_within_its_bounds(monkeypatch):
 def test_a_union_of_literals_is_their_minimized_trie(words, limit):
     """An alternation of literals (an enum's words) is built as their trie, minimized: the very DFA the subset
     construction gives (same fingerprint); refused only when that minimal DFA passes ``max_states`` (or, words
-    of more bytes than twice that being left to the subset construction, when it does)."""
-    from kbnf_gpu.automata.build import _Context, _determinized, _nfa_limit, regexpr_to_dfa
+    of a trie larger than twice that being left to the subset construction, when it does)."""
+    from kbnf_gpu.automata.build import _Context, _determinized, _nfa_limit, regexpr_to_dfa, trie_size
     from kbnf_gpu.automata.dfa import LazyDFA
 
+    nodes = len({w[:i] for w in words for i in range(len(w) + 1)})  # the trie's nodes: the distinct prefixes
+    assert trie_size(words) == nodes
     expr = ir.Alternation(tuple(ir.Literal(w) for w in words))
     expected = _determinized(expr, 10_000, _nfa_limit(10_000), _Context("words"))
     try:
         got = regexpr_to_dfa(expr, max_states=limit)
     except DFATooLarge:
-        assert expected.n_states > limit or sum(map(len, words)) >= 2 * limit
+        assert expected.n_states > limit or nodes > 2 * limit
         return
     assert got.fingerprint == expected.fingerprint
     for w in set(words) | {w + b"x" for w in words} | {w[:-1] for w in words}:
@@ -1172,10 +1174,19 @@ def test_a_union_of_literals_is_their_minimized_trie(words, limit):
     # as a grammar's terminal: made on first use when the trie fits (so the DFA does), what the parser asks
     # before answered from the words, then the same DFA
     lazy = build_dfa(ir.Terminal(expr), max_states=limit)
-    assert isinstance(lazy, LazyDFA) == (sum(map(len, words)) + 1 <= limit)
+    assert isinstance(lazy, LazyDFA) == (nodes <= limit)
     if isinstance(lazy, LazyDFA):
         assert (lazy.nullable, lazy.exits_start) == (expected.nullable, expected.has_exit_list[0])
         assert lazy.fingerprint == expected.fingerprint and lazy.built  # (a memo hit may have been built before)
+
+
+@given(st.text(alphabet="ab\u00e9", max_size=12), st.text(alphabet="ab\u00e9", max_size=12))
+def test_common_prefix_length_is_the_longest_shared_prefix(a: str, b: str) -> None:
+    from kbnf_gpu.automata.build import common_prefix_length
+
+    n = common_prefix_length(a, b)
+    assert a[:n] == b[:n] and (n == min(len(a), len(b)) or a[n] != b[n])
+    assert common_prefix_length(a.encode(), b.encode()) == len(os.path.commonprefix([a.encode(), b.encode()]))
 
 
 @given(st.integers(0, 6), st.integers(0, 5), st.integers(0, 3), st.integers(0, 2**32 - 1))

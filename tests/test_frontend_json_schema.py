@@ -635,6 +635,46 @@ def test_large_enum_and_recursion_build_fast() -> None:
     assert time.perf_counter() - t < 2.0
 
 
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.text(alphabet="ab\"", max_size=8), max_size=14), st.integers(1, 12))
+def test_enum_batches_hold_tries_within_room(texts: list[str], room: int) -> None:
+    """Enum values go to terminals in batches: each value once, each batch's trie (its texts' distinct
+    prefixes) within ``room`` states unless it holds a single value."""
+    from kbnf_gpu.frontends.json_schema._builder import _trie_batches
+
+    batches = _trie_batches(texts, room, "/enum")
+    assert sorted(i for batch in batches for i in batch) == list(range(len(texts)))
+    for batch in batches:
+        prefixes = {texts[i][:k] for i in batch for k in range(1, len(texts[i]) + 1)}
+        assert len(prefixes) <= room or len(batch) == 1, (batch, prefixes)
+
+
+def test_enum_values_sharing_prefixes_are_one_terminal() -> None:
+    """600 values ``"x" * i`` are 180,000 bytes of text but a trie of 1,200 states: one terminal, not the
+    ~36 that their lengths summed would cut them into (each with tables the first mask walks)."""
+    grammar = parse_json_schema({"anyOf": [{"const": "x" * i} for i in range(600)]})
+    enums = list({t for t in _terminals(grammar) if t.name == "enum"})
+    assert len(enums) == 1
+    dfa = build_dfa(enums[0])
+    assert all(dfa.matches(b'"' + b"x" * i + b'"') for i in range(600))
+    assert not dfa.matches(b'"' + b"x" * 600 + b'"') and not dfa.matches(b'"xy"')
+
+
+@given(st.text(alphabet="a\"\\\n\u00e9\u4e2d\U0001f600\x7f", max_size=6))
+def test_canonical_text_spells_a_string_as_json_does(text: str) -> None:
+    """A string value's body: ASCII as ``json.dumps`` writes it (DEL escaped), each code point above it raw or
+    escaped."""
+    from kbnf_gpu.automata.build import regexpr_to_dfa
+    from kbnf_gpu.frontends.json_schema._layout import canonical_text
+
+    dfa = regexpr_to_dfa(canonical_text(text))
+    assert dfa.matches(json.dumps(text)[1:-1].encode())
+    assert dfa.matches(json.dumps(text, ensure_ascii=False)[1:-1].encode()) == ("\x7f" not in text)
+    body = json.dumps(text)[1:-1]
+    if "a" in body:  # another spelling of an ASCII character (its \u escape) is not the canonical one
+        assert not dfa.matches(body.replace("a", "\\u0061", 1).encode())
+
+
 # ------------------------------------------------------------------ corpus
 
 

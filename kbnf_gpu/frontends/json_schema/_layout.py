@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from functools import lru_cache
 from typing import Any, Optional
 
@@ -39,15 +40,16 @@ WS_CHARS = cs.of_chars(" \t\n\r")
 
 
 def canonical_text(s: str) -> Rx:
-    """The string body ``json.dumps`` writes for ``s`` (with ``ensure_ascii`` on or off)."""
+    """The string body ``json.dumps`` writes for ``s``: ASCII as with ``ensure_ascii`` (DEL escaped), each
+    code point above it raw or escaped (``ensure_ascii`` off or on)."""
     parts: list[Rx] = []
-    for c in s:
-        cp = ord(c)
-        if cp < 0x80:
-            parts.append(lit(json.dumps(c)[1:-1]))
-        else:
-            parts.append(alt(lit(c), lit(json.dumps(c)[1:-1])))
+    for run in _ASCII_RUNS.finditer(s):  # a run of ASCII is written one way; a code point above it two ways
+        text = run.group()
+        parts.append(lit(json.dumps(text)[1:-1]) if text.isascii() else alt(lit(text), lit(json.dumps(text)[1:-1])))
     return seq(*parts)
+
+
+_ASCII_RUNS = re.compile("[\x00-\x7f]+|[^\x00-\x7f]", re.DOTALL)
 
 
 class Layout:

@@ -25,16 +25,26 @@ def lit(s: str) -> RegExpr:
 
 def seq(*parts: Rx) -> Rx:
     out: list[RegExpr] = []
+    run: list[Literal] = []  # the literals since the last other part: joined once, not copied per literal
     for p in parts:
         if p is None:
             return None
         items = p.parts if isinstance(p, Concat) else (p,)
         for x in items:
-            if out and isinstance(x, Literal) and isinstance(out[-1], Literal):
-                out[-1] = Literal(out[-1].value + x.value)
-            else:
-                out.append(x)
+            if isinstance(x, Literal):
+                run.append(x)
+                continue
+            if run:
+                out.append(_joined(run))
+                run = []
+            out.append(x)
+    if run:
+        out.append(_joined(run))
     return out[0] if len(out) == 1 else Concat(tuple(out))
+
+
+def _joined(run: list[Literal]) -> Literal:
+    return run[0] if len(run) == 1 else Literal(b"".join(x.value for x in run))
 
 
 def alt(*options: Rx) -> Rx:
