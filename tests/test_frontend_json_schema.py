@@ -636,17 +636,27 @@ def test_large_enum_and_recursion_build_fast() -> None:
 
 
 @settings(max_examples=80, deadline=None)
-@given(st.lists(st.text(alphabet="ab\"", max_size=8), max_size=14), st.integers(1, 12))
+@given(st.lists(st.text(alphabet="ab\"", min_size=1, max_size=8), max_size=14), st.integers(1, 12))
 def test_enum_batches_hold_tries_within_room(texts: list[str], room: int) -> None:
-    """Enum values go to terminals in batches: each value once, each batch's trie (its texts' distinct
+    """Literal enum values go to terminals in batches: each value once, each batch's trie (its texts' distinct
     prefixes) within ``room`` states unless it holds a single value."""
-    from kbnf_gpu.frontends.json_schema._builder import _trie_batches
+    from kbnf_gpu.frontends.json_schema._builder import _value_batches
 
-    batches = _trie_batches(texts, room, "/enum")
+    batches = _value_batches([ir.Literal(t.encode()) for t in texts], room, "/enum")
     assert sorted(i for batch in batches for i in batch) == list(range(len(texts)))
     for batch in batches:
         prefixes = {texts[i][:k] for i in batch for k in range(1, len(texts[i]) + 1)}
         assert len(prefixes) <= room or len(batch) == 1, (batch, prefixes)
+
+
+def test_enum_objects_are_batched_by_their_layout() -> None:
+    """Objects as enum values have whitespace between their tokens (up to ``max_whitespace`` each): batches
+    count it, so every enum terminal's automaton fits (400 small objects passed ``max_dfa_states`` when
+    batches counted their text alone)."""
+    grammar = parse_json_schema({"enum": [{"a": i, "b": [i, str(i)]} for i in range(400)]})
+    enums = {t for t in _terminals(grammar) if t.name == "enum"}
+    assert len(enums) > 1
+    assert all(build_dfa(t).n_states <= 10_000 for t in enums)
 
 
 def test_enum_values_sharing_prefixes_are_one_terminal() -> None:

@@ -397,9 +397,19 @@ class Builder:
             return []
         budget = current_budget()
         where = self.doc.show(m.enums[0][1])
-        batches = _trie_batches([json.dumps(v) for v in kept], max(1, budget.config.max_dfa_states // 2), where)
+        exprs = [self.layout.value(v, depth) for v in kept]
+        batches = _value_batches(exprs, max(1, budget.config.max_dfa_states // 2), where)
         budget.check("max_terminals", len(batches), "terminals for the enum/const values", pointer=where)
-        return [self.term(alt(*(self.layout.value(kept[i], depth) for i in batch)), "enum") for batch in batches]
+        return [term for batch in batches for term in self._enum_terms([exprs[i] for i in batch])]
+
+    def _enum_terms(self, exprs: list[ir.RegExpr]) -> list[ir.Terminal]:
+        """The values as one terminal, or in halves where its automaton passes ``max_dfa_states`` after all
+        (``_value_batches`` estimates)."""
+        term = self.term(alt(*exprs), "enum")
+        if len(exprs) == 1 or self.fits(term):
+            return [term]
+        half = len(exprs) // 2
+        return self._enum_terms(exprs[:half]) + self._enum_terms(exprs[half:])
 
     def _enum_values(self, m: Merged) -> list[Any]:
         """The values every ``enum``/``const`` of ``m`` allows, once each and writable: once per set of those
@@ -1091,24 +1101,43 @@ def _common_multiple(values: list[Decimal]) -> Decimal:
     return Decimal(n).scaleb(low)
 
 
-def _trie_batches(texts: list[str], room: int, where: str) -> list[list[int]]:
-    """Indices of ``texts`` (enum/const values as JSON) in batches, one terminal each, whose automaton stays
-    within ``room`` states. A batch's automaton is about the trie of its texts: taken in sorted order, a text
-    adds the characters past its common prefix with the one before (``"x"`` to ``"x" * 2000``, 2 MB of text,
-    is a trie of 4,000 nodes: one terminal, not 400 whose tables the first mask would walk one by one)."""
+def _value_batches(exprs: list[ir.RegExpr], room: int, where: str) -> list[list[int]]:
+    """Indices of enum/const values (their expressions) in batches, one terminal each, whose automaton should
+    stay within ``room`` states. A value written one way (a literal) adds to its batch's trie the bytes past
+    its common prefix with the literal before, in sorted order (``"x"`` to ``"x" * 2000``, 2 MB of text, is a
+    trie of 4,000 nodes: one terminal, not 400 whose tables the first mask would walk one by one); any other
+    (an object with whitespace between its tokens) adds ``_states_bound`` of its own."""
     budget = current_budget()
+    literal = [i for i, x in enumerate(exprs) if isinstance(x, ir.Literal)]
+    literal.sort(key=lambda i: exprs[i].value)
     batches: list[list[int]] = [[]]
     size = 0
-    before = ""
-    for i in sorted(range(len(texts)), key=texts.__getitem__):
-        text = texts[i]
-        budget.check("max_dfa_states", len(text), "automaton states of one enum/const value (its length)",
+    before = b""
+    for i in literal + [i for i, x in enumerate(exprs) if not isinstance(x, ir.Literal)]:
+        x = exprs[i]
+        alone = len(x.value) if isinstance(x, ir.Literal) else _states_bound(x)
+        budget.check("max_dfa_states", alone, "automaton states of one enum/const value (its length)",
                      pointer=where)
-        added = len(text) - common_prefix_length(before, text)
+        added = alone - common_prefix_length(before, x.value) if isinstance(x, ir.Literal) else alone
         if size + added > room and batches[-1]:
             batches.append([])
-            size, added = 0, len(text)
+            size, added, before = 0, alone, b""
         batches[-1].append(i)
         size += added
-        before = text
+        if isinstance(x, ir.Literal):
+            before = x.value
     return batches
+
+
+def _states_bound(x: ir.RegExpr) -> int:
+    """An upper bound on the automaton states of an expression without loops (a value's layout): its literal
+    bytes and classes, each repetition as many copies as it may have."""
+    if isinstance(x, ir.Literal):
+        return len(x.value)
+    if isinstance(x, ir.Concat):
+        return sum(map(_states_bound, x.parts))
+    if isinstance(x, ir.Alternation):
+        return sum(map(_states_bound, x.options))
+    if isinstance(x, ir.Repeat):
+        return _states_bound(x.item) * max(1, x.min if x.max is None else x.max)
+    return 1
