@@ -33,7 +33,7 @@ from ._oneof import disjoint, exclusive
 from ._pattern import PatternError, pattern_language, search
 from ._prune import prune
 from ._regex_format import regex_string
-from ._rx import Rx, alt, cc, lit, rep, seq
+from ._rx import Rx, alt, cc, lit, rep, seq, span_bound
 from ._strings import encode, quoted, word
 from ._validate import Validator, json_key
 from ._scalars import ANY_NUMBER, BOOLEAN, NULL, format_terminal, integer_terminal
@@ -1106,7 +1106,7 @@ def _value_batches(exprs: list[ir.RegExpr], room: int, where: str) -> list[list[
     stay within ``room`` states. A value written one way (a literal) adds to its batch's trie the bytes past
     its common prefix with the literal before, in sorted order (``"x"`` to ``"x" * 2000``, 2 MB of text, is a
     trie of 4,000 nodes: one terminal, not 400 whose tables the first mask would walk one by one); any other
-    (an object with whitespace between its tokens) adds ``_states_bound`` of its own."""
+    (an object with whitespace between its tokens) adds ``span_bound`` of its own."""
     budget = current_budget()
     literal = [i for i, x in enumerate(exprs) if isinstance(x, ir.Literal)]
     literal.sort(key=lambda i: exprs[i].value)
@@ -1115,7 +1115,7 @@ def _value_batches(exprs: list[ir.RegExpr], room: int, where: str) -> list[list[
     before = b""
     for i in literal + [i for i, x in enumerate(exprs) if not isinstance(x, ir.Literal)]:
         x = exprs[i]
-        alone = len(x.value) if isinstance(x, ir.Literal) else _states_bound(x)
+        alone = span_bound(x)
         budget.check("max_dfa_states", alone, "automaton states of one enum/const value (its length)",
                      pointer=where)
         added = alone - common_prefix_length(before, x.value) if isinstance(x, ir.Literal) else alone
@@ -1127,17 +1127,3 @@ def _value_batches(exprs: list[ir.RegExpr], room: int, where: str) -> list[list[
         if isinstance(x, ir.Literal):
             before = x.value
     return batches
-
-
-def _states_bound(x: ir.RegExpr) -> int:
-    """An upper bound on the automaton states of an expression without loops (a value's layout): its literal
-    bytes and classes, each repetition as many copies as it may have."""
-    if isinstance(x, ir.Literal):
-        return len(x.value)
-    if isinstance(x, ir.Concat):
-        return sum(map(_states_bound, x.parts))
-    if isinstance(x, ir.Alternation):
-        return sum(map(_states_bound, x.options))
-    if isinstance(x, ir.Repeat):
-        return _states_bound(x.item) * max(1, x.min if x.max is None else x.max)
-    return 1

@@ -40,7 +40,7 @@ from ...automata.dfa import least_twins
 from ...budget import current_budget
 from ._fsm import (DFA, PathLanguages, TooLarge, as_expr, automaton_expr, canonical_key, paths_dfa, spells_wide,
                    to_regex)
-from ._rx import Rx, lit, seq
+from ._rx import Rx, lit, seq, span_bound
 from ._scalars import QUOTE, string_piece, string_terminal
 from ._strings import encode
 
@@ -136,7 +136,7 @@ def chunked_pattern(b: "Builder", langs: list[Rx], lo: int, hi: Optional[int]) -
     """``langs`` (with length bounds) as chunk lexemes when their automaton is big; ``None`` when it is small
     (one lexeme serves) or chunks do not keep it small (the caller builds one lexeme, as before)."""
     big = _one_lexeme_states()
-    if sum(_count_span(x) for x in langs) <= big:  # a bound on the automaton's size, without building it
+    if sum(span_bound(x) for x in langs) <= big:  # a bound on the automaton's size, without building it
         return None
     try:
         d = b.language(langs)
@@ -174,22 +174,6 @@ def _thread_chunks(b: "Builder", d: DFA, lo: int, hi: Optional[int], sizes: tupl
         except TooLarge:
             continue
     return None
-
-
-def _count_span(x: Rx) -> int:
-    """An upper bound on the code points a match of ``x`` spans before its repetitions loop (what its
-    automaton's states grow with)."""
-    if isinstance(x, ir.Literal):
-        return len(x.value)
-    if isinstance(x, ir.Concat):
-        return sum(map(_count_span, x.parts))
-    if isinstance(x, ir.Alternation):
-        return sum(map(_count_span, x.options))
-    if isinstance(x, ir.Repeat):
-        return _count_span(x.item) * max(1, x.min if x.max is None else x.max)
-    if isinstance(x, ir.Automaton):  # a path without a loop passes each state once
-        return x.n_states * max((_count_span(label) for _, label, _ in x.edges), default=1)
-    return 1
 
 
 class TooManyRules(TooLarge):

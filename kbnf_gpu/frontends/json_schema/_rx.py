@@ -136,3 +136,20 @@ def holds_automaton(x: Rx) -> bool:
 def size(x: Rx) -> int:
     """Number of nodes (a cost measure for generated expressions)."""
     return 1 if x is None else sum(1 for _ in _nodes(x))
+
+
+def span_bound(x: Rx) -> int:
+    """An upper bound on the symbols a match of ``x`` spans before its repetitions loop, which bounds the states
+    of its automaton where it has no loop (an enum value's layout): literals, classes, each repetition as many
+    copies as it may have, an automaton's longest path without a loop."""
+    if isinstance(x, Literal):
+        return len(x.value)
+    if isinstance(x, Concat):
+        return sum(map(span_bound, x.parts))
+    if isinstance(x, Alternation):
+        return sum(map(span_bound, x.options))
+    if isinstance(x, Repeat):
+        return span_bound(x.item) * max(1, x.min if x.max is None else x.max)
+    if isinstance(x, Automaton):  # a path without a loop passes each state once
+        return x.n_states * max((span_bound(label) for _, label, _ in x.edges), default=1)
+    return 1
