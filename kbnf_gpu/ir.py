@@ -12,7 +12,8 @@ Source positions are carried for error messages but never compared.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import threading
+from dataclasses import dataclass, field, fields
 from enum import Enum
 from typing import Iterator, Union
 
@@ -20,24 +21,100 @@ from typing import Iterator, Union
 
 
 def _hash_once(cls):
-    """Keep a composite node's hash once computed: the generated one walks the whole subtree, and the
-    compiler hashes the same nodes over and over (memo keys). Not pickled (string hashes differ per process)."""
+    """A node that holds other nodes: its hash kept once computed (the generated one walks the whole subtree,
+    and the compiler hashes the same nodes over and over: memo keys), and neither its hash nor its equality
+    recursing deep (a JSON Schema number bound of 300 digits nests its expression 600 levels deep, past the
+    interpreter's recursion limit for the generated ones): equality with an explicit stack, and a hash that
+    finds itself ``_HASH_DEPTH`` misses down (parts made but never hashed) hashes the parts under it first,
+    children before parents. Not pickled (string hashes differ per process)."""
     generated = cls.__hash__
+    _NODE_FIELDS[cls] = tuple(f.name for f in fields(cls) if f.compare)
 
     def __hash__(self) -> int:
         try:
             return self.__dict__["_hash"]
         except KeyError:
+            pass
+        misses = _hashing.__dict__
+        depth = misses.get("depth", 0)
+        if depth >= _HASH_DEPTH:
+            _hash_parts(self)
+        misses["depth"] = depth + 1
+        try:
             value = generated(self)
-            object.__setattr__(self, "_hash", value)
-            return value
+        finally:
+            misses["depth"] = depth
+        object.__setattr__(self, "_hash", value)
+        return value
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return _equal(self, other)
 
     def __getstate__(self) -> dict:
         return {k: v for k, v in self.__dict__.items() if k != "_hash"}
 
     cls.__hash__ = __hash__
+    cls.__eq__ = __eq__
     cls.__getstate__ = __getstate__
     return cls
+
+
+_NODE_FIELDS: dict[type, tuple[str, ...]] = {}  # the compared fields of each class ``_hash_once`` decorates
+_HASH_DEPTH = 32  # first hashes nested this deep (each a few frames) go on without recursion
+_hashing = threading.local()  # ``depth``: the first hashes in progress in this thread, nested
+
+
+def _node_parts(node: object) -> Iterator[object]:
+    """The nodes directly held by ``node``'s compared fields, in tuples or in tuples of tuples (an automaton's
+    edges) too."""
+    for name in _NODE_FIELDS[type(node)]:
+        value = getattr(node, name)
+        for x in value if type(value) is tuple else (value,):
+            if type(x) is tuple:
+                yield from x
+            else:
+                yield x
+
+
+def _hash_parts(root: object) -> None:
+    """Hash every node under ``root`` whose hash is not kept yet, children before parents (so that each
+    generated hash reads its children's kept ones and goes no deeper)."""
+    stack = [(root, False)]
+    while stack:
+        node, ready = stack.pop()
+        if ready:
+            if node is not root:
+                hash(node)
+            continue
+        stack.append((node, True))
+        stack.extend((x, False) for x in _node_parts(node) if type(x) in _NODE_FIELDS and "_hash" not in x.__dict__)
+
+
+def _equal(a: object, b: object) -> bool:
+    """Structural equality of two nodes of one class, with an explicit stack (unequal ones mostly differ in
+    their kept hashes)."""
+    stack = [(a, b)]
+    while stack:
+        x, y = stack.pop()
+        if x is y:
+            continue
+        kind = type(x)
+        if kind is not type(y):
+            return False
+        names = _NODE_FIELDS.get(kind)
+        if names is not None:
+            if hash(x) != hash(y):
+                return False
+            stack.extend((getattr(x, name), getattr(y, name)) for name in names)
+        elif kind is tuple:
+            if len(x) != len(y):
+                return False
+            stack.extend(zip(x, y))
+        elif x != y:
+            return False
+    return True
 
 
 @dataclass(frozen=True)

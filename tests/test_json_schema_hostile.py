@@ -184,6 +184,22 @@ def test_hostile_but_legal_schema_is_served(schema: Any, good: list[str], bad: l
         assert status(bnf, '"abc') == "prefix"  # far from done, but on the way
 
 
+@pytest.mark.parametrize("bound", [{"minimum": 1e-300}, {"exclusiveMinimum": 5e-324}])
+def test_tiny_number_bounds_are_served_deep_in_a_call_stack(bound: dict) -> None:
+    """A bound of hundreds of fraction digits nests its expression ~650 levels deep; compiled again 300 frames
+    down a caller's stack (a server's), its memo lookups compare it with the equal expression of the first
+    compile without recursion (a ``RecursionError`` at 150 frames before)."""
+    def at_depth(n: int) -> Any:
+        return build({"type": "number", **bound}, config=SERVED_CONFIG) if n == 0 else at_depth(n - 1)
+
+    at_depth(0)
+    bnf = at_depth(300)
+    for text in ["0.5", "1", "0." + "0" * 299 + "1", "2e5"]:
+        assert status(bnf, text) == "complete", text
+    for text in ["0", "-1", "0." + "0" * 330 + "1", "-0.5"]:
+        assert status(bnf, text) != "complete", text
+
+
 @pytest.mark.parametrize("lo,hi", [(600, 610), (1000, 1000), (513, None)])
 def test_long_counted_strings_are_exact(lo: int, hi: Any) -> None:
     """Counts past ``SMALL_COUNT`` chunks are built by doubling: the length bounds stay exact."""

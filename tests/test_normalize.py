@@ -329,3 +329,18 @@ def test_schema_prune_productive_rules_match_a_fixpoint(rules):
 
     want = _fixpoint(lambda p: {name for name, body in rules.items() if _derives(body, p)})
     assert _productive(rules) == want
+
+
+def test_deep_expressions_hash_and_compare_without_recursion() -> None:
+    """Expressions nested thousands of levels deep (a number bound's digits nest its expression) hash and compare
+    with an explicit stack: equal exactly when built alike, whatever Python's recursion limit."""
+    def nested(depth: int, leaf: bytes) -> ir.RegExpr:
+        x: ir.RegExpr = ir.Literal(leaf)
+        for _ in range(depth):
+            x = ir.Alternation((ir.Literal(b"q"), ir.Concat((ir.Literal(b"p"), ir.Repeat(x, 0, 1)))))
+        return x
+
+    a, b, c = nested(5000, b"z"), nested(5000, b"z"), nested(5000, b"y")
+    assert hash(a) == hash(b) and a == b and a != c
+    assert ir.Terminal(a, name="one") == ir.Terminal(b, name="two")  # names are not compared
+    assert nested(3, b"z") != nested(4, b"z") and ir.Concat(()) != ir.Alternation(())
