@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import random
 import warnings
-from decimal import Decimal
+from decimal import Context, Decimal, localcontext
 from typing import Any, Optional
 
 import jsonschema
@@ -85,6 +85,47 @@ def test_number_bounds_every_spelling(lo: Any, hi: Any, lo_excl: bool, hi_excl: 
             assert got == valid, (schema, text, got, valid)
         else:
             assert valid or not got, (schema, text)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 3).flatmap(lambda n: st.tuples(*[st.integers(0, 10**n - 1).map(lambda v, n=n: str(v).zfill(n))] * 2)))
+def test_fixed_automaton_is_the_digit_range(pair: tuple[str, str]) -> None:
+    """``_fixed`` as an automaton (bounds with many free digits): exactly the digit strings of that length
+    between the bounds, the language of its expression."""
+    from kbnf_gpu.automata.build import regexpr_to_dfa
+    from kbnf_gpu.frontends.json_schema import numbers
+
+    lo, hi = sorted(pair)
+    dfa = regexpr_to_dfa(numbers.fixed_automaton(lo, hi))
+    n = len(lo)
+    for v in range(10**n):
+        text = str(v).zfill(n)
+        assert dfa.matches(text.encode()) == (lo <= text <= hi), (lo, hi, text)
+    assert dfa.fingerprint == regexpr_to_dfa(numbers._fixed(lo, hi)).fingerprint  # short: the expression
+
+
+@pytest.mark.parametrize("bound", ["79228162514264337593543950335", "1.7976931348623157e308"])
+def test_bounds_of_hundreds_of_digits_every_spelling(bound: str) -> None:
+    """A decimal's and a double's largest values as bounds (their ranges' digit strings built as automata, the
+    expressions spelling out thousands of free digits): exact at each bound, one unit of its last digit inside
+    and outside it, in plain notation and at exponents across the window (a double's full range was refused)."""
+    limit = Decimal(bound)
+    as_json = float(limit) if "e" in bound else int(limit)
+    schema = {"type": "number", "minimum": -as_json, "maximum": as_json}
+    validator = jsonschema.Draft202012Validator(schema)
+    parser = EarleyParser(normalize(parse_json_schema(schema)))
+    texts = []
+    with localcontext(Context(prec=1000)):  # the test's own arithmetic exact too
+        for e in (-10, -3, 0, 4, 10):
+            m = limit.scaleb(-e)
+            unit = Decimal(1).scaleb(m.normalize().as_tuple().exponent)
+            for v in (m, m + unit, m - unit, -m, -m - unit, (m / 3).quantize(unit)):
+                plain = format(v, "f")
+                texts.append(plain if e == 0 else f"{plain}e{e}")
+    for text in texts:
+        with localcontext(Context(prec=1000)):
+            valid = validator.is_valid(json.loads(text, parse_float=Decimal, parse_int=Decimal))
+        assert (check_parser(parser, text).status == "complete") == valid, (bound, text[:40], valid)
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))

@@ -159,6 +159,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from decimal import localcontext
 from typing import Optional, Union
 
 from ...budget import compile_budget
@@ -167,6 +168,7 @@ from ...ir import Grammar
 from ._builder import Builder
 from ._document import Document, JsonSchemaWarning, check_registry
 from ._layout import Layout
+from .numbers import EXACT
 
 DEFAULT_MAX_WHITESPACE = 16
 
@@ -212,7 +214,7 @@ def parse_json_schema(
     registry = check_registry(registry)
     if not isinstance(schema, (dict, bool)):
         raise GrammarError(f"a schema must be an object or a boolean, got {type(schema).__name__}")
-    with compile_budget():  # the caller's, or the default limits when called on its own
+    with compile_budget(), localcontext(EXACT):  # the caller's budget, or the default limits on its own
         doc = Document(schema, strict, registry)
         layout = Layout(whitespace, max_whitespace, indent)
         grammar = Builder(doc, layout, any_order).build()

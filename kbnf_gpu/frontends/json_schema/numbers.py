@@ -20,15 +20,31 @@ Everything here is ASCII, so code-point ``CharClass`` ranges equal bytes.
 """
 from __future__ import annotations
 
-from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
-from functools import lru_cache
-from typing import Optional
+from decimal import ROUND_CEILING, ROUND_FLOOR, Context, Decimal, localcontext
+from functools import lru_cache, wraps
+from typing import Any, Callable, Optional, TypeVar
 
 from ...errors import GrammarError
-from ...ir import CharClass, RegExpr, Repeat
+from ...ir import Automaton, CharClass, RegExpr, Repeat
 from ._rx import EPS, alt, lit, seq
 
+T = TypeVar("T")
+
 MAX_DIGITS = 400
+# every bound (at most MAX_DIGITS digits before the point, a float's 17 significant ones), shifted by an exponent
+# of the window, and the differences of such, exactly: the default context's 28 digits rounded a decimal's
+# largest value (79228162514264337593543950335, 29 digits) in its exponent spellings, which then admitted
+# ``79228162514264337593543950336e0``
+EXACT = Context(prec=2 * MAX_DIGITS + 64)
+
+
+def exact(fn: Callable[..., T]) -> Callable[..., T]:
+    """``fn`` computed in the ``EXACT`` decimal context (whatever the caller's)."""
+    @wraps(fn)
+    def run(*args: Any, **kwargs: Any) -> T:
+        with localcontext(EXACT):
+            return fn(*args, **kwargs)
+    return run
 
 
 
@@ -44,11 +60,30 @@ def _run(n: int) -> Optional[RegExpr]:
     return EPS if n == 0 else (DIGIT if n == 1 else Repeat(DIGIT, n, n))
 
 
+# free digits past which ``_fixed`` is an automaton (``_free_runs``): as an expression, each digit where a string
+# may leave a bound opens its own run of the digits left, and a subset construction meets every (digit where
+# it left, digits read) pair (a double's largest bound, 309 digits, ~5,000 free digits: 11,000 subsets for a
+# 650-state automaton, 0.5 s per exponent spelled); an int64's bounds (~150) stay expressions, as they were
+FIXED_AUTOMATON_RUNS = 256
+
+
+def _free_runs(lo: str, hi: str) -> int:
+    """The free digits ``_fixed``'s expression spells out: at each digit where a string may go above ``lo`` (or
+    below ``hi``) and the bound has more than zeros (nines) after it, a run of the digits left."""
+    n = len(lo)
+    last_lo = max((i for i, c in enumerate(lo) if c != "0"), default=-1)
+    last_hi = max((i for i, c in enumerate(hi) if c != "9"), default=-1)
+    return (sum(n - 1 - i for i in range(last_lo) if lo[i] != "9")
+            + sum(n - 1 - i for i in range(last_hi) if hi[i] != "0"))
+
+
 def _fixed(lo: str, hi: str) -> Optional[RegExpr]:
     """Digit strings of len(lo) == len(hi) between ``lo`` and ``hi`` (inclusive)."""
     n = len(lo)
     if n == 0:
         return EPS
+    if _free_runs(lo, hi) > FIXED_AUTOMATON_RUNS:
+        return fixed_automaton(lo, hi)
     if lo[0] == hi[0]:
         return seq(lit(lo[0]), _fixed(lo[1:], hi[1:]))
     a, b = int(lo[0]), int(hi[0])
@@ -64,6 +99,36 @@ def _fixed(lo: str, hi: str) -> Optional[RegExpr]:
         opts.append(seq(digits(a, b), _run(n - 1)))
     opts.append(last)
     return alt(*opts)
+
+
+def fixed_automaton(lo: str, hi: str) -> Optional[RegExpr]:
+    """``_fixed`` as a deterministic automaton: a state per (digits read, still equal to ``lo``'s, still equal to
+    ``hi``'s), so the strings that left both bounds share one state per count (at most ``3n + 1`` states)."""
+    n = len(lo)
+    index: dict[tuple[int, bool, bool], int] = {}
+    order: list[tuple[int, bool, bool]] = []
+
+    def state(i: int, low: bool, high: bool) -> int:
+        key = (n, False, False) if i == n else (i, low, high)
+        if key not in index:
+            index[key] = len(order)
+            order.append(key)
+        return index[key]
+
+    state(0, True, True)
+    edges: list[tuple[int, RegExpr, int]] = []
+    for i, low, high in order:  # grows while it is walked
+        if i == n:
+            continue
+        p = index[(i, low, high)]
+        a, b = int(lo[i]) if low else 0, int(hi[i]) if high else 9
+        targets: dict[int, list[int]] = {}
+        for d in range(a, b + 1):  # digits with one target are a range: ``a``, ``b`` and those between
+            targets.setdefault(state(i + 1, low and d == a, high and d == b), []).append(d)
+        edges += [(p, digits(ds[0], ds[-1]), q) for q, ds in targets.items()]
+    if (n, False, False) not in index:
+        return None
+    return Automaton(len(order), tuple(edges), (index[(n, False, False)],))
 
 
 def natural_range(a: int, b: Optional[int]) -> Optional[RegExpr]:
@@ -412,6 +477,7 @@ def decimal_range(
     return alt(*decimal_range_parts(lo, lo_excl, hi, hi_excl, step, fractional))
 
 
+@exact
 def decimal_range_parts(
     lo: Optional[Decimal], lo_excl: bool, hi: Optional[Decimal], hi_excl: bool, step: Optional[Decimal] = None,
     fractional: bool = False,
@@ -449,6 +515,7 @@ MAX_STEP_EXPONENT = 60  # a step's power of ten: each exponent's mantissas spell
 MAX_STEP_TAILS = 64  # a step P·10**g needs the 10**c / P multiples of P below 10**c (P | 10**c) spelled out
 
 
+@exact
 def integer_and_exponent(v: Decimal) -> tuple[int, int]:
     """``(n, e)`` with ``v == n * 10**e`` and ``n`` not a multiple of 10 (``v`` > 0, finite)."""
     _, digits, exp = v.normalize().as_tuple()
@@ -466,6 +533,7 @@ def power_of_ten_exponent(n: int) -> Optional[int]:
     return max(count.values()) if n == 1 else None
 
 
+@exact
 def step_digits(step: Decimal) -> Optional[tuple[int, int, int]]:
     """``(P, g, c)`` with ``step == P * 10**g``, ``P`` not a multiple of 10, ``c`` the least with
     ``P | 10**c``: a step whose multiples the last digits decide. None when ``P`` has a prime factor
@@ -480,6 +548,7 @@ def step_digits(step: Decimal) -> Optional[tuple[int, int, int]]:
 
 
 @lru_cache(maxsize=256)
+@exact
 def _step_tails(step: Decimal) -> tuple[tuple[str, int, str], ...]:
     """The plain multiples of ``step`` (``step_digits`` accepts it), one tail at a time: the digits at
     weights ``10**g`` to ``10**(g+c-1)`` spell one of the multiples of ``P`` below ``10**c``, every
