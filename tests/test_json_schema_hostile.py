@@ -154,6 +154,10 @@ SERVED = [
     ("long-declared-name",  # found by the fuzz: keys outside a 400-character name nested that deep
      {"type": "object", "properties": {"a" * 400: {"type": "integer"}, "b": {}}, "required": ["b"]},
      ['{"b": 1}', '{"' + "a" * 400 + '": 1, "b": 2}'], ['{"b": 1, "c": 2}']),
+    # values checked against multipleOf exactly: a decimal remainder raised DivisionImpossible (a raw
+    # decimal.InvalidOperation) past its context's digits (28 by default: 10**30 already)
+    ("enum-huge-multiple-of", {"enum": [10**1000, 14, 7 * 10**1000, 10**30], "multipleOf": 7},
+     ["14", str(7 * 10**1000)], [str(10**1000), str(10**30)]),
     ("ref-cycle", {"$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"$ref": "#/$defs/a"}}, "$ref": "#/$defs/a"},
      ["1", '"x"'], []),
     # a regular expression for it passes its bound, its automaton (kept as one) does not

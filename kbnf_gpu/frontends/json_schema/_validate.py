@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import re
 from decimal import Decimal
+from fractions import Fraction
 from functools import lru_cache
 from typing import Any
 
@@ -175,8 +176,8 @@ class Validator:
             return x > _num(arg)
         if kw == "exclusiveMaximum":
             return x < _num(arg)
-        if kw == "multipleOf":
-            return (x % _num(arg)) == 0
+        if kw == "multipleOf":  # as fractions: a decimal remainder needs the quotient's digits in its precision
+            return (Fraction(x) / Fraction(_num(arg))).denominator == 1
         if kw == "format" and isinstance(arg, str) and arg in INTEGER_FORMATS:
             lo, hi = INTEGER_FORMATS[arg]
             return lo <= x <= hi
