@@ -322,9 +322,9 @@ class _Builder:
             # every other can follow, and the first mask met 3,000 x 3,000 pairs: 13 s)
             words = [c.expr.value for c in children] if isinstance(expr, ir.Choice) and all(
                 isinstance(c, ir.Terminal) and _is_literal(c) for c in children) else None
-            size = trie_size(words) if words is not None else sum(p.n_states for p in parts if p is not None)
             budget = (UNION_PARTS_FACTOR if isinstance(expr, ir.Choice) else 4) * limit
-            if regular and size <= budget and self.fusion_work > 0:
+            if regular and self.fusion_work > 0 and (
+                    trie_size(words) if words is not None else sum(p.n_states for p in parts)) <= budget:
                 self.fusion_work -= 1
                 if isinstance(expr, ir.Sequence):
                     dfa = _within(limit, lambda: dfa_concat(parts, max_states=limit) if parts else dfa_literal(b""))

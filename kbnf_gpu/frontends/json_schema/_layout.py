@@ -49,7 +49,7 @@ def canonical_text(s: str) -> Rx:
     return seq(*parts)
 
 
-_ASCII_RUNS = re.compile("[\x00-\x7f]+|[^\x00-\x7f]", re.DOTALL)
+_ASCII_RUNS = re.compile("[\x00-\x7f]+|[^\x00-\x7f]")
 
 
 class Layout:
