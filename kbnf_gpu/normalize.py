@@ -304,32 +304,36 @@ class _Builder:
                 t = self.fused_rules.get(expr.name)
                 memo[id(expr)] = (expr, None if t is None else self.dfas[t])
                 continue
-            children = ir.children(expr)
             if not children_done:
+                words = _literal_words(expr)
+                if words is not None:
+                    # a union of literals, fused, is never bigger than its parts (its trie, minimized), and one
+                    # scan item stands for all; fused up to a lexeme's limit, before (and instead of) building
+                    # each literal's DFA. Unfused, 5,000 keywords in a loop made 5,000 x 5,000 follower pairs: 18 s
+                    limit = self.config.max_dfa_states
+                    if self.fusion_work > 0 and trie_size(words) <= limit:
+                        self.fusion_work -= 1
+                        dfa = _within(limit, lambda: dfa_literal_union(words, max_states=limit))
+                        if dfa is not None:
+                            memo[id(expr)] = (expr, dfa)
+                            continue
                 stack.append((expr, True))
-                stack.extend((c, False) for c in children)
+                stack.extend((c, False) for c in ir.children(expr))
                 continue
-            parts = [memo[id(c)][1] for c in children]
+            parts = [memo[id(c)][1] for c in ir.children(expr)]
             dfa = None
             regular = all(p is not None for p in parts)
             char_level = regular and all(p.n_states <= CHAR_LEVEL_PART_STATES for p in parts)
             limit = self.config.fuse_max_states if char_level else self.config.fuse_max_states_lexemes
             # a cheap size estimate first: fusing is only worth trying when the parts are small. A union
             # is often far smaller than its parts (300 one-character alternatives: 3 states), and the
-            # subset construction stops at ``limit`` states, so it may try from larger parts. Literals are
-            # counted by their trie, which their union is built from (3,000 keywords ``kw0x``..: 21,000
-            # states as parts, a trie of 6,000 nodes, 8 states minimized; unfused, each is a terminal that
-            # every other can follow, and the first mask met 3,000 x 3,000 pairs: 13 s)
-            words = [c.expr.value for c in children] if isinstance(expr, ir.Choice) and all(
-                isinstance(c, ir.Terminal) and _is_literal(c) for c in children) else None
+            # subset construction stops at ``limit`` states, so it may try from larger parts
             budget = (UNION_PARTS_FACTOR if isinstance(expr, ir.Choice) else 4) * limit
-            if regular and self.fusion_work > 0 and (
-                    trie_size(words) if words is not None else sum(p.n_states for p in parts)) <= budget:
+            if regular and self.fusion_work > 0 and sum(p.n_states for p in parts) <= budget \
+                    and _literal_words(expr) is None:  # a union of literals that did not fuse above: not here either
                 self.fusion_work -= 1
                 if isinstance(expr, ir.Sequence):
                     dfa = _within(limit, lambda: dfa_concat(parts, max_states=limit) if parts else dfa_literal(b""))
-                elif words is not None:
-                    dfa = _within(limit, lambda: dfa_literal_union(words, max_states=limit))
                 elif isinstance(expr, ir.Choice):
                     dfa = _within(limit, lambda: dfa_union(parts, max_states=limit))
                 else:
@@ -448,6 +452,13 @@ def _within(limit: int, make: Callable[[], ByteDFA]) -> ByteDFA | None:
 
 def _is_literal(term: ir.Terminal) -> bool:
     return term.kind == ir.TerminalKind.PLAIN and isinstance(term.expr, ir.Literal)
+
+
+def _literal_words(expr: ir.Expr) -> list[bytes] | None:
+    """The texts of a choice whose every branch is a literal terminal, else ``None``."""
+    if isinstance(expr, ir.Choice) and all(isinstance(c, ir.Terminal) and _is_literal(c) for c in expr.alternatives):
+        return [c.expr.value for c in expr.alternatives]
+    return None
 
 
 def _fuse_terminal_runs(b: _Builder, rules: list[tuple[int, tuple[int, ...]]]) -> list[tuple[int, tuple[int, ...]]]:

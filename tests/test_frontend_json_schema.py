@@ -1922,6 +1922,36 @@ def test_format_with_length_bounds_counted_beside_its_automaton() -> None:
     assert email.complete(json.dumps("a" * 34 + "@b.com")) and not email.complete(json.dumps("a" * 35 + "@b.com"))
 
 
+@settings(max_examples=60, deadline=None)
+@given(small_patterns(), st.integers(0, 5))
+def test_futures_of_an_automaton(pattern: str, n: int) -> None:
+    """``_futures``: from each state, the states reached after exactly ``n`` code points (memoized across
+    states), as stepping the set of states ``n`` times finds them."""
+    d = intersection_dfa([pattern_language(pattern)])
+    assume(d is not None)
+    futures = _long_strings._futures(d, n)
+    for start in range(d.n):
+        level = {start}
+        for _ in range(n):
+            level = {t for q in level for t in d.trans[q] if t >= 0}
+        assert futures(start) == sum(1 << q for q in level), start
+
+
+@needs_check
+def test_a_threaded_string_with_too_many_successor_links_is_refused(monkeypatch) -> None:
+    """A threaded string's plan is bounded in its successor links too (``MAX_THREAD_LINKS``), not only in its
+    rules: a search for any of many words links each state to most others (600 time zone names: 7 million links
+    and 5 s before the lexemes refused it). Under the bound it is threaded, exactly; past it, refused with the
+    place named."""
+    schema = {"type": "object", "properties": {"tag": {"type": "string", "format": "hostname", "maxLength": 40}}}
+    chk = Checker(schema)
+    assert chk.complete(json.dumps({"tag": "a" * 19 + "." + "b" * 20}))
+    assert not chk.complete(json.dumps({"tag": "a" * 41})) and not chk.complete(json.dumps({"tag": "a..b"}))
+    monkeypatch.setattr(_long_strings, "MAX_THREAD_LINKS", 20)
+    with pytest.raises(GrammarError, match="/properties/tag"):
+        parse_json_schema(schema)
+
+
 @needs_check
 def test_threaded_string_lexemes_are_bounded_in_all(monkeypatch) -> None:
     """The chunk and tail lexemes of one threaded string stay under ``MAX_THREAD_STATES`` automaton states in

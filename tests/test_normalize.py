@@ -356,3 +356,27 @@ def test_a_choice_of_many_literals_is_fused_by_its_trie() -> None:
     assert len(bnf.terminals) == 1
     dfa = bnf.dfas[0]
     assert dfa.n_states <= 16 and dfa.matches(b"kw0xkw2999x") and not dfa.matches(b"kw3000x")
+
+
+def test_a_union_of_literals_fuses_up_to_a_lexemes_limit() -> None:
+    """A choice of literals fuses while its trie fits ``max_dfa_states`` (past the limits of other fusions, which
+    a union of literals never grows past: its DFA is its trie minimized), and no literal of it gets its own
+    terminal. 5,000 keywords ``word<i>`` (a trie of ~5,100 nodes) and 1,500 random words (a minimal DFA of
+    thousands of states) in a loop: one terminal each (unfused, 5,000 keywords made 5,000 x 5,000 follower pairs
+    in the first mask: 18 s). Past the limit they stay literals."""
+    import random
+
+    from kbnf_gpu.config import CompileConfig
+    from kbnf_gpu.frontends import parse_grammar
+
+    rng = random.Random(7)
+    for words in ([f"word{i}" for i in range(5000)],
+                  sorted({"".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(8)) for _ in range(1500)})):
+        bnf = normalize(parse_grammar("root ::= (" + " | ".join(f'"{w}"' for w in words) + ")+", "gbnf"))
+        assert len(bnf.terminals) == 1
+        dfa = bnf.dfas[0]
+        assert all(dfa.matches(w.encode()) for w in words[::7])
+        assert not dfa.matches(words[0].encode()[:-1]) and not dfa.matches(b"zzzzzzzzz")
+    small = CompileConfig(max_dfa_states=2_000).normalize_config()
+    bnf = normalize(parse_grammar("root ::= (" + " | ".join(f'"{w}"' for w in words) + ")+", "gbnf"), small)
+    assert len(bnf.terminals) == len(words)

@@ -318,3 +318,51 @@ def test_identity_escape_of_an_underscore() -> None:
     for text in ("a_x", "a-b__x", "_x", "ax", "a_", "a_y"):
         assert (compiled.fullmatch(text) is not None) == (re.search(pattern, text) is not None), text
         assert search(pattern, text) == (re.search(pattern, text) is not None), text
+
+
+def _anchored_patterns():
+    """Patterns of characters, anchors, groups and alternations (no lookarounds): what the piecewise
+    construction (``_pieces``) builds, with runs of plain items between anchors and alternatives sharing
+    their leading items (the two it joins or factors at once)."""
+    word = st.text(alphabet="ab", min_size=1, max_size=3)
+    return st.recursive(
+        st.one_of(word, st.sampled_from(["^", "$", "a?", "[ab]"])),
+        lambda inner: st.one_of(
+            st.lists(inner, min_size=1, max_size=4).map("".join),
+            st.lists(inner, min_size=2, max_size=4).map(lambda xs: "(?:" + "|".join(xs) + ")"),
+            st.tuples(inner, st.sampled_from(["*", "?", "{2}"])).map(lambda t: f"(?:{t[0]}){t[1]}"),
+        ),
+        max_leaves=8,
+    )
+
+
+@settings(max_examples=150, deadline=None)
+@given(_anchored_patterns())
+def test_anchors_alternatives_and_runs_match_the_regex_module(pattern: str) -> None:
+    _check_by_brute_force(pattern, "ab\n", 4)
+
+
+def test_long_plain_runs_and_wide_alternations_keep_their_language() -> None:
+    """5,000 plain characters, and 5,000 words that share their leading letters, are joined and factored at
+    once (one at a time, the first copied and hashed its growing body at each character, the second rebuilt
+    its alternation at each word, and its automaton carried all 5,000 words through every state: 8 s, and
+    past the time budget)."""
+    from kbnf_gpu.frontends.json_schema._fsm import intersection_dfa
+
+    def matches(pattern: str, text: str) -> bool:
+        d = intersection_dfa([pattern_language(pattern)])
+        q = 0
+        for c in text:
+            row = d.trans[q]
+            q = next((row[i] for i, sym in enumerate(d.symbols) if any(a <= ord(c) <= b for a, b in sym)), -1)
+            if q < 0:
+                return False
+        return d.accept[q]
+
+    text = "abcdefghij" * 500
+    assert matches("^" + text + "$", text)
+    assert not matches("^" + text + "$", text[:-1] + "x") and not matches("^" + text + "$", text + "a")
+    words = "|".join(f"word{i}" for i in range(5000))
+    assert matches(f"^({words})+$", "word17word4999word0")
+    assert not matches(f"^({words})+$", "word5000") and not matches(f"^({words})+$", "word")
+    assert matches(f"({words})", "xx word123 yy") and not matches(f"({words})", "wordx")

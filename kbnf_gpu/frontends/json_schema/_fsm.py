@@ -376,7 +376,7 @@ def automaton_expr(d: DFA) -> Automaton:
         for t, symbols in sorted(row):
             label = labels.get(symbols)
             if label is None:
-                label = labels[symbols] = CharClass(cs.norm(r for sym in _bits(symbols) for r in d.symbols[sym]))
+                label = labels[symbols] = CharClass(cs.norm(r for sym in set_bits(symbols) for r in d.symbols[sym]))
             edges.append((q, label, t))
     return Automaton(d.n, tuple(edges), tuple(q for q in range(d.n) if d.accept[q]))
 
@@ -410,7 +410,7 @@ def spells_wide(d: DFA) -> bool:
     for row in d.successor_symbols:
         for _, symbols in row:
             read |= symbols
-    return any(hi >= 0x80 for sym in _bits(read) for _, hi in d.symbols[sym])
+    return any(hi >= 0x80 for sym in set_bits(read) for _, hi in d.symbols[sym])
 
 
 def intersection_dfa(exprs: list[Rx]) -> Optional[DFA]:
@@ -563,14 +563,14 @@ class PathLanguages:
                     if child not in number:
                         number[child] = len(order)
                         order.append(child)
-                    for sym in _bits(symbols):
+                    for sym in set_bits(symbols):
                         row[sym] = number[child]
                 trans.append(row)
             found = self._dfas[node] = DFA(self.d.symbols, trans, [self._nodes[x][0] for x in order])
         return found
 
 
-def _bits(mask: int) -> Iterable[int]:
+def set_bits(mask: int) -> Iterable[int]:
     """The positions of the set bits of ``mask``, ascending."""
     while mask:
         low = mask & -mask

@@ -38,7 +38,7 @@ from typing import Callable, Optional
 from ...caches import memoized
 from ...ir import Automaton, Concat, Repeat
 from . import _charset as cs
-from ._rx import EPS, Rx, alt, cc, holds_automaton, nullable, opt, rep, seq, star
+from ._rx import EPS, Rx, alt, cc, factored_alt, holds_automaton, nullable, opt, rep, seq, star
 
 MAX_GROUP_DEPTH = 100
 MAX_REPEAT = 5000
@@ -416,11 +416,12 @@ def _pieces(node: Node, over: bool) -> Pieces:
     if kind == "eol":
         return {(False, True): EPS}
     if kind == "alt":
-        out: Pieces = {}
+        bodies: dict[tuple[bool, bool], list[Rx]] = {}  # one alternation per key, made once (not per branch)
         for b in node[1]:
             for k, v in _pieces(b, over).items():
-                _add(out, k, v)
-        return out
+                if v is not None:
+                    bodies.setdefault(k, []).append(v)
+        return {k: factored_alt(vs) for k, vs in bodies.items()}
     if kind == "rep":
         inner = _pieces(node[1], over)
         if any(k != (False, False) for k, v in inner.items() if v is not None):
@@ -431,10 +432,10 @@ def _pieces(node: Node, over: bool) -> Pieces:
                 return out
             raise _NeedsAutomaton("an anchor inside a repeated group", 0)
         return {(False, False): rep(inner.get((False, False)), node[2], node[3])}
-    # concatenation
+    # concatenation; a run of unanchored items is one body, joined at once (item by item, a pattern of 5,000
+    # plain characters copied and hashed its growing body at each: 8 s)
     acc: Pieces = {(False, False): EPS}
-    for item in node[1]:
-        nxt = _pieces(item, over)
+    for nxt in _runs_joined([_pieces(item, over) for item in node[1]]):
         res: Pieces = {}
         for (sx, ex), bx in acc.items():
             for (sy, ey), by in nxt.items():
@@ -455,6 +456,24 @@ def _pieces(node: Node, over: bool) -> Pieces:
                     _add(res, (sx, ey), seq(bx, by))
         acc = res
     return acc
+
+
+def _runs_joined(items: list[Pieces]) -> list[Pieces]:
+    """``items`` with each run of unanchored pieces (one key, ``(False, False)``) as one piece: its bodies in
+    sequence, which is what the concatenation makes of them one at a time."""
+    out: list[Pieces] = []
+    run: list[Rx] = []
+    for p in items:
+        if p.keys() == {(False, False)}:
+            run.append(p[False, False])
+            continue
+        if run:
+            out.append({(False, False): seq(*run)})
+            run = []
+        out.append(p)
+    if run:
+        out.append({(False, False): seq(*run)})
+    return out
 
 
 ANY_STAR = star(cc(cs.ANY))
