@@ -13,7 +13,7 @@ from collections import deque
 from contextlib import contextmanager
 from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
 from math import gcd, isfinite, lcm
-from typing import Any, Iterator, Optional, Union
+from typing import Any, Callable, Iterator, Optional, Union
 
 from ... import ir
 from ...automata import build_dfa
@@ -22,7 +22,8 @@ from ...budget import current_budget
 from ...errors import DFATooLarge, GrammarError
 from . import _charset as cs
 from ._document import Document, child, located
-from ._fsm import DFA, TooLarge, automaton_expr, combine, intersection_dfa, is_universal
+from ._fsm import (DFA, TooLarge, as_expr, automaton_expr, byte_states_at_least, combine, intersection_dfa,
+                   is_universal)
 from ._layout import Layout
 from ._long_strings import STRING_CHUNK, chunked_pattern, counted_string, threaded_string
 from ._merge import (DEPENDENCIES, Atom, Merged, Unsatisfiable, choice_product, constraining, dependency_branches,
@@ -132,6 +133,15 @@ class Builder:
     def string_term(self, rx: Rx) -> Optional[ir.Terminal]:
         """A whole JSON string whose decoded contents match ``rx``, quotes and escapes included, as one lexeme."""
         return self.term(quoted(encode(rx)), "string")
+
+    def automaton_string(self, d: DFA, written: Callable[[DFA], Rx] = as_expr) -> Optional[ir.Terminal]:
+        """The JSON string whose contents ``d`` accepts, ``written`` as an expression, as one lexeme if its byte
+        automaton fits ``max_dfa_states`` (else ``None``); one that provably cannot (``byte_states_at_least``)
+        is not spelled in bytes at all."""
+        if byte_states_at_least(d, current_budget().config.max_dfa_states) > current_budget().config.max_dfa_states:
+            return None
+        term = self.string_term(written(d))
+        return term if self.fits(term) else None
 
     def fits(self, term: Optional[ir.Terminal]) -> bool:
         """Does ``term``'s byte automaton stay within ``max_dfa_states``? Built here (memoized: ``normalize``
@@ -639,7 +649,12 @@ class Builder:
             if len(bounded) > 1:
                 raise
             return self.string_term(bounded[0])
-        return None if language is None else self.string_term(automaton_expr(language))
+        if language is None:
+            return None
+        whole = self.automaton_string(language, automaton_expr)
+        if whole is None:
+            raise TooLarge("string automaton too large for one lexeme")
+        return whole
 
     def threaded(self, langs: list[Rx], lo: int, hi: Optional[int], where: str) -> Optional[ir.Expr]:
         """``threaded_string``, once per schema for each constraints and lengths: a schema repeats its strings

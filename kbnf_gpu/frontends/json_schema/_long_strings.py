@@ -38,8 +38,8 @@ import numpy as np
 from ... import ir
 from ...automata.dfa import least_twins
 from ...budget import current_budget
-from ._fsm import (DFA, PathLanguages, TooLarge, as_expr, automaton_expr, canonical_key, paths_dfa, set_bits,
-                   spells_wide, to_regex)
+from ._fsm import (DFA, PathLanguages, TooLarge, automaton_expr, canonical_key, paths_dfa, set_bits, spells_wide,
+                   to_regex)
 from ._rx import Rx, lit, seq, span_bound
 from ._scalars import QUOTE, string_piece, string_terminal
 from ._strings import encode
@@ -98,8 +98,8 @@ def threaded_string(b: "Builder", langs: list[Rx], lo: int, hi: Optional[int], w
     lo = 0 if lo <= shortest else lo
     hi = None if hi is not None and longest is not None and hi >= longest else hi
     if lo == 0 and hi is None:
-        whole = b.string_term(as_expr(d))
-        if b.fits(whole):
+        whole = b.automaton_string(d)
+        if whole is not None:
             return whole
         threaded = _thread_chunks(b, d, 0, None, (STRING_CHUNK, 8, 4), True, MAX_LAST_RESORT_BOUNDARIES)
         if threaded is not None:
@@ -119,16 +119,16 @@ def threaded_string(b: "Builder", langs: list[Rx], lo: int, hi: Optional[int], w
         if bounded is None:
             return None
         if bounded.n <= one:
-            counted = b.string_term(as_expr(bounded))
-            if b.fits(counted):  # else chunks: a class of many ranges (each code point also an escape) grows it
+            counted = b.automaton_string(bounded)
+            if counted is not None:  # else chunks: a class of many ranges (each code point also an escape) grows it
                 return counted
     threaded = _thread_chunks(b, d, lo, hi, (STRING_CHUNK, 8, 4, 2, 1), False, MAX_LAST_RESORT_BOUNDARIES)
     if threaded is not None:
         return threaded
     # not exact: without ``strict``, the pattern/format alone if its lexeme fits (the lengths are what grew it),
     # else the lengths alone
-    unbounded = b.string_term(as_expr(d))
-    if b.fits(unbounded):
+    unbounded = b.automaton_string(d)
+    if unbounded is not None:
         b.doc.problem("minLength/maxLength beside this pattern/format is too complex to enforce exactly", where)
         return unbounded
     b.doc.problem("this pattern/format with minLength/maxLength is too complex to enforce exactly", where)
@@ -154,8 +154,8 @@ def chunked_pattern(b: "Builder", langs: list[Rx], lo: int, hi: Optional[int]) -
         # Manager ARN ending in ``[a-zA-Z0-9!/_+=.@-]{1,512}`` (585 code-point states) takes 63-199 ms where its
         # chunks took 346-832 ms, an EventBridge rule's ARN with ``{1,1024}`` (1,091) 218 where they took 413;
         # one lexeme also serves the first instances better than chunks (above)
-        whole = b.string_term(automaton_expr(d))
-        if b.fits(whole):
+        whole = b.automaton_string(d, automaton_expr)
+        if whole is not None:
             return whole
     # chunks of a code point or two would make most tokens cross lexemes: one big lexeme serves better
     return _thread_chunks(b, d, lo, hi, (STRING_CHUNK, 8, 4), bounded_rest=True)
