@@ -21,6 +21,7 @@ from typing import TypeVar, Union
 
 import numpy as np
 
+from ..budget import current_budget
 from .dfa_walk import DFALike, has_heavy_state, long_tokens, short_twins, walk_width
 from .tables import (
     Lexemes,
@@ -273,6 +274,7 @@ class TableCache:
             with self._lock:
                 self.disk_hits += 1
         else:
+            current_budget().check_time("computing token tables")  # a compilation's first mask computes some
             table = compute(as_trie(vocab))
             if not isinstance(table, LexemeSplits):
                 table = PackedSets.of(table)
