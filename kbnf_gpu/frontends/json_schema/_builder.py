@@ -138,7 +138,8 @@ class Builder:
         """The JSON string whose contents ``d`` accepts, ``written`` as an expression, as one lexeme if its byte
         automaton fits ``max_dfa_states`` (else ``None``); one that provably cannot (``byte_states_at_least``)
         is not spelled in bytes at all."""
-        if byte_states_at_least(d, current_budget().config.max_dfa_states) > current_budget().config.max_dfa_states:
+        limit = current_budget().config.max_dfa_states
+        if byte_states_at_least(d, limit) > limit:
             return None
         term = self.string_term(written(d))
         return term if self.fits(term) else None

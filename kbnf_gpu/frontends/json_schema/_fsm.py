@@ -400,7 +400,7 @@ def as_expr(d: Optional[DFA]) -> Rx:
 
 # Families of the partial states of a JSON string's byte automaton (beside its states at code-point ends, one per
 # state of a minimal code-point automaton): within a code point after a UTF-8 lead byte of 2, 3 or 4 bytes, and
-# after ``\u`` and 1, 2 or 3 hex digits. Each family has its own count of bytes left to the code point's end, so
+# after ``\u`` and 0 to 3 hex digits. Each family has its own count of bytes left to the code point's end, so
 # no state of one accepts what a state of another does (and none accepts the ``"`` or ``\`` a state at a code
 # point's end can read first). Per family, ranges of code points whose spellings share one prefix (C2; E1; F1;
 # ``\u``; ``\u0``; ``\u00``; ``\u003``..``\u007``): the partial states after it are as many as the distinct
