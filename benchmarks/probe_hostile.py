@@ -41,6 +41,26 @@ def _if_chain(n: int) -> dict:
     return s
 
 
+def _ref_chain(n: int) -> dict:
+    defs: dict = {f"d{i}": {"$ref": f"#/$defs/d{i + 1}"} for i in range(n)}
+    defs[f"d{n}"] = {"type": "integer"}
+    return {"$defs": defs, "$ref": "#/$defs/d0"}
+
+
+def _allof_diamond(n: int) -> dict:
+    defs: dict = {f"d{i}": {"allOf": [{"$ref": f"#/$defs/d{i + 1}"}, {"$ref": f"#/$defs/d{i + 1}"}]}
+                  for i in range(n)}
+    defs[f"d{n}"] = {"type": "integer", "minimum": 0}
+    return {"$defs": defs, "$ref": "#/$defs/d0"}
+
+
+def _anyof_nest(n: int) -> dict:
+    s: dict = {"type": "integer"}
+    for i in range(n):
+        s = {"anyOf": [s, {"type": "string", "maxLength": i + 1}]}
+    return s
+
+
 def cases() -> list[tuple[str, str, Any]]:
     """(name, syntax, source) of every probe."""
     words = [f"word{i}" for i in range(5000)]
@@ -85,6 +105,32 @@ def cases() -> list[tuple[str, str, Any]]:
          {"type": "number", "minimum": -1.7976931348623157e308, "maximum": 1.7976931348623157e308}),
         ("schema: 2,000 properties", "json_schema",
          {"type": "object", "properties": {w: {"type": "integer"} for w in words[:2000]}}),
+        ("schema: $ref chain 1,000 long", "json_schema", _ref_chain(1000)),
+        ("schema: allOf diamond 30 deep", "json_schema", _allof_diamond(30)),
+        ("schema: $ref cycle", "json_schema",
+         {"$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"$ref": "#/$defs/a"}}, "$ref": "#/$defs/a"}),
+        ("schema: anyOf nested 60 deep", "json_schema", _anyof_nest(60)),
+        ("schema: 300 patternProperties", "json_schema",
+         {"type": "object", "patternProperties": {f"^p{i}_[a-z]+$": {"type": "integer"} for i in range(300)}}),
+        ("schema: 1,000 prefixItems", "json_schema", {"type": "array", "prefixItems": [{"type": "integer"}] * 1000}),
+        ("schema: const object of 10,000 keys", "json_schema", {"const": {f"k{i}": i for i in range(10000)}}),
+        ("schema: 200 dependentSchemas", "json_schema",
+         {"type": "object", "properties": {f"p{i}": {"type": "integer"} for i in range(200)},
+          "dependentSchemas": {f"p{i}": {"required": [f"p{i + 1}"]} for i in range(199)}}),
+        ("schema: 300 required in any order", "json_schema",
+         {"type": "object", "properties": {f"p{i}": {"type": "integer"} for i in range(300)},
+          "required": [f"p{i}" for i in range(300)], "additionalProperties": False}),
+        ("schema: oneOf 50 tagged objects", "json_schema",
+         {"oneOf": [{"type": "object", "properties": {"kind": {"const": f"k{i}"}, f"v{i}": {"type": "string"}},
+                     "required": ["kind"]} for i in range(50)]}),
+        ("schema: minProperties 50 maxProperties 60", "json_schema",
+         {"type": "object", "additionalProperties": {"type": "integer"}, "minProperties": 50, "maxProperties": 60}),
+        ("schema: not anyOf 50 consts", "json_schema",
+         {"not": {"anyOf": [{"const": f"v{i}"} for i in range(50)]}, "type": "string"}),
+        ("schema: multipleOf 7919 over 10^12", "json_schema",
+         {"type": "integer", "multipleOf": 7919, "minimum": -10 ** 12, "maximum": 10 ** 12}),
+        ("schema: minLength 900,000 maxLength 10^6", "json_schema",
+         {"type": "string", "minLength": 900000, "maxLength": 1000000}),
         # grammar texts
         ("gbnf: 5,000 keywords", "gbnf", f"root ::= {gbnf_words}"),
         ("gbnf: 5,000 keywords in a loop", "gbnf", f"root ::= ({gbnf_words})+"),
@@ -93,6 +139,11 @@ def cases() -> list[tuple[str, str, Any]]:
         ("gbnf: 3,000 classes in a row", "gbnf", "root ::= " + " ".join(["[a-z]"] * 3000)),
         ("gbnf: x{0,100000}", "gbnf", 'root ::= x{0,100000}\nx ::= "a"'),
         ("gbnf: ambiguous s ::= s s | a", "gbnf", 'root ::= s\ns ::= s s | "a"'),
+        ("gbnf: (a | b){1000}{1000}", "gbnf", 'root ::= ("a" | "b"){1000}{1000}'),
+        ("gbnf: groups nested 3,000 deep", "gbnf", "root ::= " + "(" * 3000 + '"a"' + ")" * 3000),
+        ("gbnf: [a-z]{1,100000}", "gbnf", "root ::= [a-z]{1,100000}"),
+        ("gbnf: 40 doubling rules", "gbnf",
+         "root ::= x0\n" + "\n".join(f'x{i} ::= x{i + 1} x{i + 1} | "a"' for i in range(40)) + '\nx40 ::= "b"'),
         ("lark: 5,000 keywords", "lark", "start: " + " | ".join(f'"{w}"' for w in words)),
         ("kbnf: 5,000 keywords", "kbnf", "start ::= " + " | ".join(f"'{w}'" for w in words) + ";"),
         ("regex: 5,000 words", "regex", "(" + "|".join(words) + ")"),
