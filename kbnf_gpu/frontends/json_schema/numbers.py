@@ -79,21 +79,28 @@ def _free_runs(lo: str, hi: str) -> int:
 
 def _fixed(lo: str, hi: str) -> Optional[RegExpr]:
     """Digit strings of len(lo) == len(hi) between ``lo`` and ``hi`` (inclusive)."""
+    if _free_runs(lo, hi) > FIXED_AUTOMATON_RUNS:
+        return fixed_automaton(lo, hi)
+    return _fixed_expr(lo, hi)
+
+
+def _fixed_expr(lo: str, hi: str) -> Optional[RegExpr]:
+    """``_fixed`` as an expression. Its parts' bounds are suffixes of ``lo`` and ``hi`` (or all zeros, all
+    nines), whose free runs are among the whole's: within ``FIXED_AUTOMATON_RUNS`` once the whole is, so they
+    are not counted again at each digit."""
     n = len(lo)
     if n == 0:
         return EPS
-    if _free_runs(lo, hi) > FIXED_AUTOMATON_RUNS:
-        return fixed_automaton(lo, hi)
     if lo[0] == hi[0]:
-        return seq(lit(lo[0]), _fixed(lo[1:], hi[1:]))
+        return seq(lit(lo[0]), _fixed_expr(lo[1:], hi[1:]))
     a, b = int(lo[0]), int(hi[0])
     opts: list[Optional[RegExpr]] = []
     if lo[1:] != "0" * (n - 1):
-        opts.append(seq(lit(lo[0]), _fixed(lo[1:], "9" * (n - 1))))
+        opts.append(seq(lit(lo[0]), _fixed_expr(lo[1:], "9" * (n - 1))))
         a += 1
     last = None
     if hi[1:] != "9" * (n - 1):
-        last = seq(lit(hi[0]), _fixed("0" * (n - 1), hi[1:]))
+        last = seq(lit(hi[0]), _fixed_expr("0" * (n - 1), hi[1:]))
         b -= 1
     if a <= b:
         opts.append(seq(digits(a, b), _run(n - 1)))
