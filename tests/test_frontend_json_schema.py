@@ -341,10 +341,12 @@ def test_string_units_count_code_points() -> None:
         assert not rx(quoted(rep(CHAR, 0, None))).fullmatch(bad)
     r = rx(quoted(encode_text("é/😀")))
     assert r.fullmatch(json.dumps("é/😀")) and r.fullmatch(json.dumps("é/😀", ensure_ascii=False))
-    assert r.fullmatch('"\\u00E9\\/\\uD83D\\uDE00"')
+    assert r.fullmatch('"\\u00E9/\\uD83D\\uDE00"')
+    for needless in ('"\\u00E9\\/\\uD83D\\uDE00"', '"\\u00e9\\u002f\\ud83d\\ude00"'):
+        assert not r.fullmatch(needless)
 
 
-def _spellings(cp: int) -> set[str]:
+def _json_spellings(cp: int) -> set[str]:
     """Every JSON spelling of one code point: raw where JSON allows it, a short escape, ``\\uXXXX`` in either
     case (a surrogate pair above U+FFFF, each half in either case)."""
     out = {"\\u%04x" % cp, "\\u%04X" % cp} if cp <= 0xFFFF else set()
@@ -357,6 +359,25 @@ def _spellings(cp: int) -> set[str]:
     if chr(cp) in short:
         out.add(short[chr(cp)])
     return out
+
+
+def _spellings(cp: int) -> set[str]:
+    """The spellings a schema's strings allow for one code point (``_strings``): its JSON spellings but the
+    needless escapes of printable ASCII (``\\u0061``, ``\\/``), which no serializer writes; so each of
+    ``json.dumps``'s, with ``ensure_ascii`` on and off."""
+    if 0x20 <= cp < 0x7F:
+        return {json.dumps(chr(cp))[1:-1]}
+    return _json_spellings(cp)
+
+
+def test_spellings_are_json_dumps_ones_and_escapes_past_printable_ascii() -> None:
+    """The oracle itself: each code point's spellings hold ``json.dumps``'s (both ``ensure_ascii`` settings) and
+    decode to it; printable ASCII has exactly one, every other code point every JSON spelling."""
+    for cp in [*range(0x200), 0x2028, 0xD7FF, 0xE000, 0xFFFF, 0x10000, 0x1F600, 0x10FFFF]:
+        spelled = _spellings(cp)
+        assert {json.dumps(chr(cp))[1:-1], json.dumps(chr(cp), ensure_ascii=False)[1:-1]} <= spelled
+        assert all(json.loads(f'"{text}"') == chr(cp) for text in spelled)
+        assert len(spelled) == 1 if 0x20 <= cp < 0x7F else spelled == _json_spellings(cp)
 
 
 _NEAR_SURROGATES = st.one_of(st.integers(0, 0x10FFFF), st.integers(0xD7F0, 0xE010), st.integers(0, 64))
@@ -1065,20 +1086,21 @@ def test_any_order_is_exact_and_rejects_duplicates() -> None:
 @needs_check
 def test_additional_keys_cannot_spell_declared_keys() -> None:
     """Declared keys are matched in their json.dumps spellings only; no other spelling
-    of a declared key may slip through as an additional key. Additional keys may
-    not escape printable ASCII needlessly until they leave every declared name
-    (``_keys``): ``"\\u0062"`` is refused beside ``"a"`` alone, ``"b\\u0062"`` is not."""
+    of a declared key may slip through as an additional key. Additional keys, as every
+    string, never escape printable ASCII needlessly (``_strings``): ``"\\u0062"`` is
+    refused as ``"\\u0061"`` is."""
     chk = Checker({"type": "object", "properties": {"a": {"type": "integer"}, "é": {"type": "integer"}},
                    "additionalProperties": {"type": "string"}})
-    assert chk.complete('{"a": 1}') and chk.complete('{"b": "x"}') and chk.complete('{"\\u0062": "x"}')
+    assert chk.complete('{"a": 1}') and chk.complete('{"b": "x"}') and chk.complete('{"\\u00e8": "x"}')
     assert chk.complete('{"é": 1}') and chk.complete('{"\\u00e9": 1}')
-    for bad in ['{"\\u0061": "x"}', '{"a": "x"}', '{"\\u00E9": "x"}', '{"\\u00e9": "x"}', '{"é": "x"}']:
+    for bad in ['{"\\u0061": "x"}', '{"a": "x"}', '{"\\u00E9": "x"}', '{"\\u00e9": "x"}', '{"é": "x"}',
+                '{"\\u0062": "x"}']:
         assert not chk.complete(bad), bad
     chk = Checker({"type": "object", "properties": {"ab": {"type": "integer"}}, "additionalProperties": {"type": "string"}})
-    for good in ['{"a": "x"}', '{"abc": "x"}', '{"ac\\u0063": "x"}', '{"\\n": "x"}', '{"a\\u00e9": "x"}',
-                 '{"x\\u0061b": "x"}']:
+    for good in ['{"a": "x"}', '{"abc": "x"}', '{"\\n": "x"}', '{"a\\u00e9": "x"}', '{"a\\"": "x"}']:
         assert chk.complete(good), good
-    for bad in ['{"ab": "x"}', '{"\\u0061b": "x"}', '{"a\\u0062": "x"}', '{"\\u0078": "x"}', '{"a\\u0063": "x"}']:
+    for bad in ['{"ab": "x"}', '{"\\u0061b": "x"}', '{"a\\u0062": "x"}', '{"\\u0078": "x"}', '{"a\\u0063": "x"}',
+                '{"ac\\u0063": "x"}', '{"x\\u0061b": "x"}', '{"a\\/": "x"}']:
         assert not chk.complete(bad), bad
 
 
@@ -1115,9 +1137,10 @@ def test_other_keys_brute_force() -> None:
 @needs_check
 def test_strings_escapes_and_lengths() -> None:
     chk = Checker({"type": "string", "minLength": 2, "maxLength": 2})
-    for ok in ['"ab"', '"\\n\\t"', '"\\u00e9\\u00E9"', '"\\ud83d\\ude00a"', '"😀😀"', '"\\"\\\\"', '"\\/x"']:
+    for ok in ['"ab"', '"\\n\\t"', '"\\u00e9\\u00E9"', '"\\ud83d\\ude00a"', '"😀😀"', '"\\"\\\\"', '"/x"', '"\\u007f\\u000A"']:
         assert chk.complete(ok), ok
-    for bad in ['"a"', '"abc"', '"\\ud83d"', '"a\nb"', '"\\x41b"', '"\\ud83d\\ude00"']:
+    for bad in ['"a"', '"abc"', '"\\ud83d"', '"a\nb"', '"\\x41b"', '"\\ud83d\\ude00"', '"\\/x"', '"\\u0041b"',
+                '"\\u0022x"']:
         assert not chk.complete(bad), bad
     long = Checker({"type": "string", "minLength": 35, "maxLength": 70})
     for n in range(0, 80):
@@ -1249,7 +1272,8 @@ def test_regex_format_is_what_python_and_ecma_both_read(text: str) -> None:
     from kbnf_gpu.frontends.json_schema._pattern import PatternError, parse
 
     allowed = _regex_format_checker().complete(json.dumps(text))
-    assert allowed == _regex_format_checker().complete(json.dumps(text, ensure_ascii=False).replace("a", "\\u0061"))
+    respelled = "".join("\\u000A" if c == "\n" else json.dumps(c)[1:-1] for c in text)  # a newline's other escape
+    assert allowed == _regex_format_checker().complete(f'"{respelled}"')
     if allowed:
         re.compile(text)
         try:
@@ -1502,7 +1526,7 @@ def test_last_resort_threading_takes_more_boundary_states(monkeypatch) -> None:
 
     schema = {"type": "string", "pattern": "^x[a-c]*:[a-c]{0,60}$"}
     monkeypatch.setattr(_long_strings, "MAX_THREAD_BOUNDARIES", 10)
-    with compile_budget(CompileConfig(max_dfa_states=300)):
+    with compile_budget(CompileConfig(max_dfa_states=40)):
         chk = Checker(schema)
         monkeypatch.setattr(_long_strings, "MAX_LAST_RESORT_BOUNDARIES", 10)
         with pytest.raises(GrammarError, match="too complex to enforce exactly"):
@@ -1617,8 +1641,8 @@ def test_pattern_chunked_only_past_what_max_dfa_states_holds() -> None:
 def test_ascii_pattern_past_the_estimate_is_one_lexeme_when_it_fits() -> None:
     """An ASCII pattern whose code-point automaton passes ``max_dfa_states / BYTE_STATES_PER_STATE`` is still one
     lexeme when its byte automaton fits (a Secrets Manager ARN: 585 code-point states, built from the
-    automaton); one that does not fit (an AWS name with a 10-character suffix) is chunked. Both stay exact
-    around their counts."""
+    automaton); one that does not fit (an AWS name of up to 1,000 characters with a 10-character suffix) is
+    chunked. Both stay exact around their counts."""
     secret = r"^arn:aws(|-cn|-us-gov):secretsmanager:[a-z0-9-]{1,20}:([0-9]{12}|):secret:[a-zA-Z0-9!/_+=.@-]{1,512}$"
     chk, v = Checker({"type": "string", "pattern": secret}), validator({"type": "string", "pattern": secret})
     assert len(chk.grammar.rules) <= 2  # one lexeme, not chunk rules
@@ -1627,21 +1651,22 @@ def test_ascii_pattern_past_the_estimate_is_one_lexeme_when_it_fits() -> None:
             for n in (0, 1, 17, 511, 512, 513):
                 s = f"arn:aws-cn:secretsmanager:{region}:{account}:secret:" + "a/+=.@-"[: min(n, 7)] + "b" * max(0, n - 7)
                 assert chk.complete(json.dumps(s)) == v.is_valid(s), (region, account, n)
-    named = r"^[a-zA-Z][a-zA-Z0-9-_]{0,99}-[a-zA-Z0-9]{10}$"
+    named = r"^[a-zA-Z][a-zA-Z0-9-_]{0,999}-[a-zA-Z0-9]{10}$"
     chk, v = Checker({"type": "string", "pattern": named}), validator({"type": "string", "pattern": named})
     assert len(chk.grammar.rules) > 2  # chunks
-    for n in (0, 1, 15, 16, 17, 98, 99, 100):
+    for n in (0, 1, 15, 16, 17, 998, 999, 1000):
         for s in ("a" + "b" * n + "-0123456789", "a" + "-" * n + "-abcdefghij", "a" + "b" * n + "-012345678_"):
             assert chk.complete(json.dumps(s)) == v.is_valid(s), s
 
 
 def test_far_counting_pattern_compiles_where_one_lexeme_would_not() -> None:
-    """``^(ab|cd|ef|gh){1,300}$`` as one lexeme passes ``max_dfa_states`` (every code point also an escape);
-    in chunks it compiles, and the count stays exact."""
+    """``^(ab|cd|ef|gh){1,300}$`` is served in chunks, and the count stays exact (and its letters raw: no
+    needless escape)."""
     chk = Checker({"type": "string", "pattern": "^(ab|cd|ef|gh){1,300}$"})
     for n in (0, 1, 7, 8, 9, 16, 150, 299, 300, 301):
         assert chk.complete(json.dumps("cd" * n)) == (1 <= n <= 300), n
-    assert chk.complete(json.dumps("ab" * 8 + "ef" * 9, ensure_ascii=True).replace("e", "\\u0065", 1))
+    assert chk.complete(json.dumps("ab" * 8 + "ef" * 9))
+    assert not chk.complete(json.dumps("ab" * 8 + "ef" * 9).replace("e", "\\u0065", 1))
     assert chk.status(json.dumps("ab" * 8 + "a")[:-1]) == "prefix"
     assert not chk.complete(json.dumps("ab" * 8 + "a"))
 
@@ -1923,8 +1948,11 @@ def test_format_with_length_bounds_counted_beside_its_automaton() -> None:
 
 
 # the byte prefix of each range of ``_fsm._BYTE_FAMILIES``
-_FAMILY_PREFIXES = [[b"\xc2"], [b"\xe1"], [b"\xf1"], [b"\\u"], [b"\\u0"], [b"\\u00"],
-                    [b"\\u00" + b"%x" % (lo >> 4) for lo in range(0x30, 0x80, 0x10)]]
+def _family_prefixes() -> list[list[bytes]]:
+    from kbnf_gpu.frontends.json_schema import _fsm
+
+    return [[b"\xc2"], [b"\xe1"], [b"\xf1"], [b"\\u"], [b"\\u0"], [b"\\u00"],
+            [b"\\u00" + b"%x" % (ranges[0][0] >> 4) for ranges in _fsm._BYTE_FAMILIES[-1]]]
 _WIDE_ATOMS = ["a", "b", ".", "[^a]", "\u00e9", "\u0101", "\u1234", "[\u00e0-\u00ff]", "\u4e2d", "[^\x00-\x7f]",
                "\U0001F600", "\\d", "(a|\u00e9b)"]
 
@@ -1934,7 +1962,7 @@ _WIDE_ATOMS = ["a", "b", ".", "[^a]", "\u00e9", "\u0101", "\u1234", "[\u00e0-\u0
        st.booleans())
 def test_byte_states_at_least_is_a_lower_bound(atoms: list[tuple[str, str]], anchored: bool) -> None:
     """``byte_states_at_least``: never more than the states of the minimal byte automaton of the string lexeme
-    written from the automaton (every code point raw where JSON allows and as escapes), over patterns that read
+    written from the automaton (every code point in its spellings, ``_strings``), over patterns that read
     ASCII, Latin, CJK and astral code points, anchored or searched for."""
     from kbnf_gpu.frontends.json_schema import _charset as cs
     from kbnf_gpu.frontends.json_schema import _fsm
@@ -1950,7 +1978,7 @@ def test_byte_states_at_least_is_a_lower_bound(atoms: list[tuple[str, str]], anc
     # each family's prefix; per family, as many distinct states as distinct moves over its ranges, and no state
     # in two families or at a code-point end
     def spelled(cp: int) -> bytes:
-        return json.dumps(chr(cp))[1:-1].encode() if cp > 0xFFFF else b"\\u%04x" % cp
+        return json.dumps(chr(cp))[1:-1].encode()
 
     at = {0: lexeme.step(0, b'"')}
     order = [0]
@@ -1961,7 +1989,7 @@ def test_byte_states_at_least_is_a_lower_bound(atoms: list[tuple[str, str]], anc
                 order.append(t)
     assert len(set(at.values())) == d.n and -1 not in at.values()
     seen = set(at.values())
-    for family, prefixes in zip(_fsm._BYTE_FAMILIES, _FAMILY_PREFIXES):
+    for family, prefixes in zip(_fsm._BYTE_FAMILIES, _family_prefixes(), strict=True):
         most, states = 0, set()
         for ranges, prefix in zip(family, prefixes):
             after = {lexeme.step(at[q], prefix) for q in range(d.n)} - {-1}
@@ -2212,7 +2240,7 @@ def test_a_lone_pattern_past_the_code_point_automaton_limit_is_one_lexeme_as_wri
         chk = Checker({"type": "string", "pattern": "^[a-c]{0,8}$"})
     for n in range(11):
         assert chk.complete(json.dumps("b" * n)) == (n <= 8), n
-    assert not chk.complete('"abd"') and chk.complete('"a\\u0062c"')
+    assert not chk.complete('"abd"') and chk.complete('"abc"') and not chk.complete('"a\\u0062c"')
 
 
 def test_threaded_states_alike_within_the_rest_share_a_rule(monkeypatch) -> None:

@@ -177,6 +177,21 @@ def writes_surrogate_escape(s: "Step", tok: bytes) -> bool:
     return False
 
 
+def writes_needless_escape(s: "Step", tok: bytes) -> bool:
+    """Does ``tok`` write a byte that makes an escape ``\\/`` or a ``\\u00XX`` escape of printable ASCII
+    (U+0020-U+007E), read after ``s.prefix``?"""
+    data, first, mode = s.prefix + tok, len(s.prefix), OUT
+    for i, b in enumerate(data):
+        if mode == ESC:
+            if b == 0x2F and i >= first:
+                return True
+            m = re.match(rb"u00(?:[2-6]|7[0-9a-eA-E])", data[i : i + 5])
+            if m and i + m.end() > first:
+                return True
+        mode = lex_mode(bytes([b]), mode)
+    return False
+
+
 def mantissa_beyond_bounds(s: "Step", tok: bytes, lo: float, hi: float) -> bool:
     """The number the token extends (no exponent yet) lies outside [lo, hi], yet some ``e-N`` puts it inside."""
     m = re.search(rb"-?[0-9]+(?:\.[0-9]*)?$", s.prefix + tok)
@@ -289,17 +304,17 @@ RULES: dict[str, Rule] = {
         "xgrammar", "ours", "xgrammar's length-bounded strings admit no escapes",
         lambda s, tok: any(m == IN and b == 0x5C for m, b in string_bytes(s.mode, tok)),
     ),
-    # Design difference: our pattern and format strings apply the regex to the DECODED string,
-    # so any JSON escaping of an allowed character is accepted ('"\u0061b12"' for "ab12";
-    # front-end docstring: "strings with pattern/format accept any JSON escaping"); both peers
-    # match the regex against the raw JSON characters, so a backslash never fits [a-z0-9].
-    "XGR_DECODED_ESCAPES": Rule(
-        "xgrammar", "ours", "pattern/format strings: ours accept JSON escapes of matching characters",
-        lambda s, tok: any(m == IN and b == 0x5C for m, b in string_bytes(s.mode, tok)),
+    # Design difference: our strings never hold a needless escape of printable ASCII (front-end
+    # docstring, "strings": spelled as json.dumps spells them, so '/' and not '\/', 'a' and not
+    # '\u0061'); both peers' plain strings admit them (xgrammar '\/' and '\u0061', llguidance
+    # '\u0061': it excludes '\/', LLG_STRING_CHARS). Peer-only tokens that write part of one.
+    "XGR_NEEDLESS_ESCAPES": Rule(
+        "xgrammar", "peer", "xgrammar admits needless escapes of printable ASCII; ours never write them",
+        lambda s, tok: writes_needless_escape(s, tok),
     ),
-    "LLG_DECODED_ESCAPES": Rule(
-        "llguidance", "ours", "pattern/format strings: ours accept JSON escapes of matching characters",
-        lambda s, tok: any(m == IN and b == 0x5C for m, b in string_bytes(s.mode, tok)),
+    "LLG_NEEDLESS_ESCAPES": Rule(
+        "llguidance", "peer", "llguidance admits \\u escapes of printable ASCII; ours never write them",
+        lambda s, tok: writes_needless_escape(s, tok),
     ),
     # Design difference: with minimum/maximum, our numbers admit an exponent wherever it provably
     # stays in range ('1e1' in [-2.5, 100]; front-end docstring, "numbers"); both peers write
@@ -360,8 +375,8 @@ RULES: dict[str, Rule] = {
 }
 
 GLOBAL_RULES = {
-    "llguidance": ("LLG_FORCED_CANONICAL", "LLG_STRING_CHARS", "LLG_MINUS_ZERO"),
-    "xgrammar": ("XGR_LONE_SURROGATES",),
+    "llguidance": ("LLG_FORCED_CANONICAL", "LLG_STRING_CHARS", "LLG_MINUS_ZERO", "LLG_NEEDLESS_ESCAPES"),
+    "xgrammar": ("XGR_LONE_SURROGATES", "XGR_NEEDLESS_ESCAPES"),
 }
 
 # case id -> rules that must explain (and must be observed on) that case
@@ -369,9 +384,7 @@ CASE_RULES: dict[str, tuple[str, ...]] = {
     "string-max-length": ("XGR_BOUNDED_STRING_CONTROLS", "XGR_BOUNDED_STRING_NO_ESCAPES"),
     "string-length-range": ("XGR_BOUNDED_STRING_CONTROLS", "XGR_BOUNDED_STRING_NO_ESCAPES"),
     "any-of": ("XGR_BOUNDED_STRING_CONTROLS", "XGR_BOUNDED_STRING_NO_ESCAPES"),
-    "pattern": ("XGR_DECODED_ESCAPES", "LLG_DECODED_ESCAPES"),
-    "format-date": ("XGR_DECODED_ESCAPES", "LLG_DECODED_ESCAPES", "XGR_DATE_DAY_OF_MONTH", "LLG_DATE_LEAP_YEAR",
-                    "XGR_DATE_YEAR_ZERO", "LLG_DATE_YEAR_ZERO"),
+    "format-date": ("XGR_DATE_DAY_OF_MONTH", "LLG_DATE_LEAP_YEAR", "XGR_DATE_YEAR_ZERO", "LLG_DATE_YEAR_ZERO"),
     "number-bounds": ("XGR_BOUNDED_EXPONENT", "LLG_BOUND_EXPONENT", "XGR_BOUNDED_FRACTION_DIGITS",
                       "LLG_BOUND_TRAILING_ZEROS", "XGR_MANTISSA_BEYOND_BOUND", "LLG_MANTISSA_BEYOND_BOUND"),
 }

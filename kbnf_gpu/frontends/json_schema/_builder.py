@@ -631,7 +631,7 @@ class Builder:
                 return chunked
             try:
                 whole = self._whole_string(langs, lo, hi)
-                if self.fits(whole):  # else in chunks (a class of many ranges: each code point also an escape)
+                if self.fits(whole):  # else in chunks (a class of many ranges: each also an escape)
                     return whole
             except TooLarge:
                 pass

@@ -20,6 +20,7 @@ from ...errors import GrammarError
 from ...ir import Alternation, Automaton, CharClass, Concat, Literal, Repeat
 from . import _charset as cs
 from ._rx import EPS, Rx, alt, nullable, seq, size, star
+from ._strings import U_ESCAPED
 
 MAX_NFA_STATES = 200_000
 MAX_STATES = 20_000
@@ -403,24 +404,25 @@ def as_expr(d: Optional[DFA]) -> Rx:
 # after ``\u`` and 0 to 3 hex digits. Each family has its own count of bytes left to the code point's end, so
 # no state of one accepts what a state of another does (and none accepts the ``"`` or ``\`` a state at a code
 # point's end can read first). Per family, ranges of code points whose spellings share one prefix (C2; E1; F1;
-# ``\u``; ``\u0``; ``\u00``; ``\u003``..``\u007``): the partial states after it are as many as the distinct
-# moves of the automaton's states over that range.
-_BYTE_FAMILIES: tuple[tuple[tuple[tuple[int, int], ...], ...], ...] = (
-    (((0x80, 0xBF),),),
-    (((0x1000, 0x1FFF),),),
-    (((0x40000, 0x7FFFF),),),
-    (((0x0000, 0xD7FF), (0xE000, 0xFFFF)),),
-    (((0x0000, 0x0FFF),),),
-    (((0x0000, 0x00FF),),),
-    tuple(((lo, lo + 0xF),) for lo in range(0x30, 0x80, 0x10)),
-)
+# ``\u``; ``\u0``; ``\u00``; ``\u000``..``\u00f``), cut to those spelled that way (``_strings.U_ESCAPED`` after
+# ``\u``): the partial states after it are as many as the distinct moves of the automaton's states over it.
+_BYTE_FAMILIES: tuple[tuple[cs.Ranges, ...], ...] = tuple(
+    tuple(r for r in (cs.intersect(cs.norm(ranges), U_ESCAPED) for ranges in family) if r) for family in (
+        (((0x80, 0xBF),),),
+        (((0x1000, 0x1FFF),),),
+        (((0x40000, 0x7FFFF),),),
+        (((0x0000, 0xFFFF),),),
+        (((0x0000, 0x0FFF),),),
+        (((0x0000, 0x00FF),),),
+        tuple(((lo, lo + 0xF),) for lo in range(0, 0x100, 0x10)),
+    ))
 
 
 def byte_states_at_least(d: DFA, limit: int) -> int:
     """A lower bound on the states of the minimal byte automaton of the JSON strings whose contents the minimal
-    ``d`` accepts (every code point also as a ``\\u`` escape, the others raw where JSON allows): ``d``'s states,
-    plus per family of partial states (``_BYTE_FAMILIES``) the distinct moves of ``d``'s states over one of its
-    ranges (a spelling decodes one way, so distinct moves of a minimal automaton are distinct byte states).
+    ``d`` accepts (each code point in its spellings, ``_strings.unit``): ``d``'s states, plus per family of
+    partial states (``_BYTE_FAMILIES``) the distinct moves of ``d``'s states over one of its ranges (a spelling
+    decodes one way, so distinct moves of a minimal automaton are distinct byte states).
     Worked out only where it could pass ``limit`` (else ``d.n``): an automaton that cannot fit is refused
     before its classes are spelled in bytes (``allOf`` of 12 patterns ``.*x.*``, 4,096 states: at least 20,000
     byte states, found in milliseconds where building them took 10 s)."""

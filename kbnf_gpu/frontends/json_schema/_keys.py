@@ -6,16 +6,12 @@ names (the common case: no ``patternProperties`` or ``propertyNames``):
 a key either ends inside the trie where no name ends, or leaves the trie
 with a character no name continues with, followed by anything.
 
-Sound, and complete for keys that do not escape a printable ASCII character
-needlessly (``\\u0061`` for ``a``, ``\\/``) before they leave every declared
-name: on the trie, printable ASCII is read raw and everything else (other
-code points, escapes of control characters, ``\\"``, ``\\\\``) in any
-encoding, so a key can never spell a declared name in another escaping,
-while the automaton stays the size of the trie. Accepting every escaping of
-every character exactly would need, at each trie node, its own automaton of
-``\\uXXXX`` digits that avoids exactly that node's continuations: a few
-thousand states for an object of 40 properties, where this is a few hundred
-(and minimal automata of such key sets are that size too).
+Exact for the spellings every string has (``_strings``: printable ASCII
+raw, no needless escape like ``\\u0061`` or ``\\/``): on the trie, printable
+ASCII is read raw and everything else (other code points, escapes of control
+characters, ``\\"``, ``\\\\``) in any of its spellings, so a key can never
+spell a declared name in another escaping, while the automaton stays the
+size of the trie.
 
 The automaton's states are the trie's nodes, one ``free`` state (the key
 has left every name) and states that every node shares for what leaves the

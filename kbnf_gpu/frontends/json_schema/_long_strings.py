@@ -15,8 +15,8 @@
   ``counted_string`` uses too).
 * ``chunked_pattern``: a pattern that counts far by itself
   (``^(ab|cd|ef|gh){1,300}$``) threaded the same way, with a rest of fewer
-  than ``C`` code points, when as one lexeme its byte automaton (every code
-  point also as an escape) would pass ``max_dfa_states`` (estimated at
+  than ``C`` code points, when as one lexeme its byte automaton (each code
+  point past ASCII also an escape) would pass ``max_dfa_states`` (estimated at
   ``BYTE_STATES_PER_STATE`` per code-point state; for an automaton that
   reads ASCII alone, ``ASCII_BYTE_STATES_PER_STATE``, and one lexeme built
   from the automaton is tried first, kept where it fits). Smaller ones
@@ -61,13 +61,13 @@ MAX_THREAD_BOUNDARIES = 2_000
 # after a loop has 1,024 boundary states and two chunk lexemes; what the lexemes cost is bounded by
 # ``MAX_THREAD_TERMINALS`` and ``MAX_THREAD_STATES``
 MAX_LAST_RESORT_BOUNDARIES = 5_000
-# byte automaton states per code-point state of a pattern as one lexeme (every code point also an escape;
-# measured 6-30): a pattern whose code-point automaton passes ``max_dfa_states`` / this is chunked, unless
+# byte automaton states per code-point state of a pattern as one lexeme (each code point past ASCII also an
+# escape; measured 6-30): a pattern whose code-point automaton passes ``max_dfa_states`` / this is chunked, unless
 # it reads ASCII alone (below)
 BYTE_STATES_PER_STATE = 32
-# the same for an automaton that reads ASCII alone (an escape of each code point is a few states shared by many:
-# an AWS name with a 10-character suffix, ``[a-zA-Z][a-zA-Z0-9-_]{0,99}-[a-zA-Z0-9]{10}``, 8.1-8.4, measured
-# minimized; ``(ab|cd|ef|gh){1,300}`` 6.0): up to ``max_dfa_states`` / this, one lexeme is tried before chunks
+# the same for an automaton that reads ASCII alone: 1.0 where it reads printable ASCII (raw only: an AWS name with
+# a 10-character suffix, ``[a-zA-Z][a-zA-Z0-9-_]{0,99}-[a-zA-Z0-9]{10}``), up to 7 with control characters (their
+# escapes remain: ``[\x00-\x7f]{0,100}``): up to ``max_dfa_states`` / this, one lexeme is tried before chunks
 ASCII_BYTE_STATES_PER_STATE = 8
 # a chunk lexeme: at most this many code-point automaton states (x 25-45 in bytes with its escapes), or else a
 # regular expression of at most this many nodes; or shorter chunks
@@ -104,8 +104,8 @@ def threaded_string(b: "Builder", langs: list[Rx], lo: int, hi: Optional[int], w
         threaded = _thread_chunks(b, d, 0, None, (STRING_CHUNK, 8, 4), True, MAX_LAST_RESORT_BOUNDARIES)
         if threaded is not None:
             return threaded
-        b.doc.problem("this pattern/format is too complex to enforce exactly (its automaton, every code point also "
-                      "an escape, passes max_dfa_states)", where)
+        b.doc.problem("this pattern/format is too complex to enforce exactly (its automaton in bytes passes "
+                      "max_dfa_states)", where)
         return counted_string(b, 0, None)
     # the bounds as a counter beside the automaton's states, when that still fits one lexeme (``format: ipv6``
     # with ``minLength: 3``: one more count than the automaton has; threading its hundreds of states would not).
@@ -120,7 +120,7 @@ def threaded_string(b: "Builder", langs: list[Rx], lo: int, hi: Optional[int], w
             return None
         if bounded.n <= one:
             counted = b.automaton_string(bounded)
-            if counted is not None:  # else chunks: a class of many ranges (each code point also an escape) grows it
+            if counted is not None:  # else chunks: a class of many ranges (each also an escape) grows it
                 return counted
     threaded = _thread_chunks(b, d, lo, hi, (STRING_CHUNK, 8, 4, 2, 1), False, MAX_LAST_RESORT_BOUNDARIES)
     if threaded is not None:
@@ -289,7 +289,7 @@ def _thread(b: "Builder", d: DFA, lo: int, hi: Optional[int], C: int, bounded_re
             # construction: ``automata.labelled``) or in expression
             r = encode(automaton_expr(language) if language.n <= MAX_CHUNK_STATES else to_regex(language, CHUNK_REGEX))
             found = by_language[(kind, key)] = b.term(seq(r, close) if kind == "string_tail" else r, kind)
-            if not b.fits(found):  # a class of many ranges, each code point also an escape: shorter chunks
+            if not b.fits(found):  # a class of many ranges, each also an escape: shorter chunks
                 raise TooLarge("string chunk automaton too large")
         return found
 

@@ -1,12 +1,18 @@
 """JSON string encodings of decoded-string languages.
 
-Constraints on strings (lengths, patterns, formats, keys, enum values) are
-languages over *decoded* code points. ``encode`` maps such a language to the
-set of JSON string bodies that decode into it: each code point may be written
-raw (if JSON allows it raw), as a short escape (``\\n``...), as ``\\uXXXX``
-(hex digits in either case) or, above U+FFFF, as a surrogate-pair escape.
-Lone surrogate escapes are never produced, so one decoded code point is one
-unit and lengths count exactly as ``len(str)`` does.
+Constraints on strings (lengths, patterns, formats, keys) are languages over
+*decoded* code points. ``encode`` maps such a language to the JSON string
+bodies that decode into it, each code point spelled as ``json.dumps`` spells
+it with ``ensure_ascii`` on or off (:func:`unit`): printable ASCII raw (``"``
+and ``\\`` as ``\\"`` and ``\\\\``), a control character as any of its
+escapes (``\\n``, ``\\u000a``), DEL and everything past ASCII raw or as
+``\\uXXXX`` (hex digits in either case; above U+FFFF a surrogate pair).
+Needless escapes of printable ASCII (``\\u0061`` for ``a``, ``\\/``) are not
+spellings: no serializer writes them, and allowing them made every position
+of a pattern's automaton carry the states of a ``\\u00XX`` escape (its byte
+automaton 5-9 times the size: ``^[a-zA-Z0-9_-]{3,32}$`` 323 byte states, 52
+without). Lone surrogate escapes are never produced, so one decoded code
+point is one unit and lengths count exactly as ``len(str)`` does.
 """
 from __future__ import annotations
 
@@ -16,7 +22,8 @@ from . import _charset as cs
 from ._rx import EPS, Rx, alt, cc, lit, rep, seq
 
 RAW_ALLOWED: cs.Ranges = cs.subtract(cs.ANY, cs.norm([(0, 0x1F), (0x22, 0x22), (0x5C, 0x5C)]))
-_SHORT = {0x22: '"', 0x5C: "\\", 0x2F: "/", 0x08: "b", 0x0C: "f", 0x0A: "n", 0x0D: "r", 0x09: "t"}
+_SHORT = {0x22: '"', 0x5C: "\\", 0x08: "b", 0x0C: "f", 0x0A: "n", 0x0D: "r", 0x09: "t"}
+U_ESCAPED: cs.Ranges = cs.norm([(0, 0x1F), (0x7F, cs.MAX_CP)])  # the code points spelled also as ``\uXXXX``
 QUOTE = lit('"')
 
 
@@ -62,7 +69,9 @@ def _u_escapes(ranges: cs.Ranges) -> Rx:
 
 def _u_digits(ranges: cs.Ranges) -> Rx:
     """What follows ``\\u`` in the ``\\uXXXX`` spellings of the code points of ``ranges``: astral ones as a
-    surrogate pair, whose low half follows its high half in the same trie."""
+    surrogate pair, whose low half follows its high half in the same trie. Only those of ``U_ESCAPED``
+    have one."""
+    ranges = cs.intersect(ranges, U_ESCAPED)
     segments: list[tuple[int, int, RegExpr]] = [(a, b, EPS) for a, b in cs.intersect(ranges, ((0, 0xFFFF),))]
     highs: list[list] = []  # [first high, last high, its lows' ranges], ascending; a run of highs shares its lows
     for a, b in cs.intersect(ranges, ((0x10000, cs.MAX_CP),)):
@@ -95,8 +104,8 @@ def _u_digits(ranges: cs.Ranges) -> Rx:
 
 
 def escaped(ranges: cs.Ranges) -> Rx:
-    """The escaped spellings (``\\n``, ``\\uXXXX``) of one code point out of ``ranges``, without their leading
-    backslash: what follows a backslash that several states share."""
+    """The escaped spellings (``\\n``, ``\\"``, ``\\uXXXX``) of one code point out of ``ranges``, without
+    their leading backslash: what follows a backslash that several states share."""
     short = "".join(ch for cp, ch in _SHORT.items() if cs.contains(ranges, cp))
     digits = _u_digits(ranges)
     return alt(cc(cs.of_chars(short)) if short else None, None if digits is None else seq(lit("u"), digits))
@@ -104,7 +113,7 @@ def escaped(ranges: cs.Ranges) -> Rx:
 
 @memoized(1 << 17, lambda ranges: len(ranges) + 16)  # a class's ranges: its spellings' size
 def unit(ranges: cs.Ranges) -> Rx:
-    """Every JSON encoding of one code point out of ``ranges``."""
+    """Every spelling of one code point out of ``ranges`` (see the module docstring)."""
     raw = cc(cs.intersect(ranges, RAW_ALLOWED))
     short = [ch for cp, ch in _SHORT.items() if cs.contains(ranges, cp)]
     esc = seq(lit("\\"), cc(cs.of_chars("".join(short)))) if short else None
