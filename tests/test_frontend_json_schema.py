@@ -1137,7 +1137,8 @@ def test_other_keys_brute_force() -> None:
 @needs_check
 def test_strings_escapes_and_lengths() -> None:
     chk = Checker({"type": "string", "minLength": 2, "maxLength": 2})
-    for ok in ['"ab"', '"\\n\\t"', '"\\u00e9\\u00E9"', '"\\ud83d\\ude00a"', '"😀😀"', '"\\"\\\\"', '"/x"', '"\\u007f\\u000A"']:
+    for ok in ['"ab"', '"\\n\\t"', '"\\u00e9\\u00E9"', '"\\ud83d\\ude00a"', '"😀😀"', '"\\"\\\\"', '"/x"',
+               '"\\u007f\\u000A"']:
         assert chk.complete(ok), ok
     for bad in ['"a"', '"abc"', '"\\ud83d"', '"a\nb"', '"\\x41b"', '"\\ud83d\\ude00"', '"\\/x"', '"\\u0041b"',
                 '"\\u0022x"']:

@@ -310,11 +310,11 @@ RULES: dict[str, Rule] = {
     # '\u0061': it excludes '\/', LLG_STRING_CHARS). Peer-only tokens that write part of one.
     "XGR_NEEDLESS_ESCAPES": Rule(
         "xgrammar", "peer", "xgrammar admits needless escapes of printable ASCII; ours never write them",
-        lambda s, tok: writes_needless_escape(s, tok),
+        writes_needless_escape,
     ),
     "LLG_NEEDLESS_ESCAPES": Rule(
         "llguidance", "peer", "llguidance admits \\u escapes of printable ASCII; ours never write them",
-        lambda s, tok: writes_needless_escape(s, tok),
+        writes_needless_escape,
     ),
     # Design difference: with minimum/maximum, our numbers admit an exponent wherever it provably
     # stays in range ('1e1' in [-2.5, 100]; front-end docstring, "numbers"); both peers write

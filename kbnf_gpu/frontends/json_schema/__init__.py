@@ -87,13 +87,13 @@ property order described below):
 
 Approximate, but sound (every accepted text is valid):
 
-* strings, keys included, are spelled as ``json.dumps`` spells them, with ``ensure_ascii`` on or off, character by
-  character: printable ASCII raw (``"`` and ``\\`` as ``\\"``, ``\\\\``), a
-  control character in any of its escapes (``\\n``, ``\\u000a``), DEL and
-  everything past ASCII raw or as ``\\uXXXX`` in either case; a needless
-  escape of printable ASCII (``\\u0061``, ``\\/``) is rejected (``_strings``:
-  no serializer writes one, and admitting them made a pattern's automaton
-  5-9 times larger);
+* strings, keys included, are spelled as ``json.dumps`` spells them (with
+  ``ensure_ascii`` on or off), character by character: printable ASCII raw
+  (``"`` and ``\\`` as ``\\"``, ``\\\\``), a control character in any of its
+  escapes (``\\n``, ``\\u000a``), DEL and everything past ASCII raw or as
+  ``\\uXXXX`` in either case; a needless escape of printable ASCII
+  (``\\u0061``, ``\\/``) is rejected (``_strings``: no serializer writes one,
+  and admitting them made a pattern's automaton 5-9 times larger);
 * strings with ``pattern``/``format``: the regex is
   applied to the decoded string with ``re.search`` semantics (see
   ``_pattern``: ``\\d`` ASCII, ``$`` only at the very end, ``.`` excluding all
