@@ -1283,6 +1283,52 @@ def test_regex_format_is_what_python_and_ecma_both_read(text: str) -> None:
             raise AssertionError(f"{text!r} is no ECMA pattern: {e}") from None
 
 
+_REGEX_BESIDE: dict = {}
+_BESIDE_SCHEMAS = [  # (schema, what the pattern and lengths ask of a text)
+    ({"type": "string", "format": "regex", "pattern": "^/.+/$"}, lambda t: re.search("^/.+/$", t)),  # GitLab CI
+    ({"type": "string", "format": "regex", "pattern": "a", "minLength": 2, "maxLength": 6},
+     lambda t: "a" in t and 2 <= len(t) <= 6),
+    ({"type": "string", "format": "regex", "pattern": "^[^()]*$"}, lambda t: "(" not in t and ")" not in t),
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(st.text(alphabet="ab/^$\\.*+?()[]{}|,-019", max_size=9),
+                 st.text(alphabet="ab/^$\\.*+?()[]{}|,-019", max_size=7).map(lambda s: f"/{s}/")))
+def test_regex_format_beside_a_pattern_or_lengths_is_both(text: str) -> None:
+    """``format: regex`` beside a pattern or length limits (GitLab CI's ``coverage``: ``^/.+/$``) is the regex
+    grammar's product with their automaton: a text is allowed exactly where the regex grammar alone allows it
+    and the pattern and lengths do."""
+    regex = _regex_format_checker().complete(json.dumps(text))
+    for i, (schema, beside) in enumerate(_BESIDE_SCHEMAS):
+        if i not in _REGEX_BESIDE:
+            _REGEX_BESIDE[i] = Checker(schema)
+        assert _REGEX_BESIDE[i].complete(json.dumps(text)) == (regex and bool(beside(text))), (schema, text)
+
+
+def test_regex_format_beside_a_pattern_or_lengths_every_short_text() -> None:
+    """The same, exhaustively: every text of up to 4 characters over the units' first characters."""
+    texts = ["".join(t) for k in range(5) for t in itertools.product("a/(|*\\[]", repeat=k)]
+    regex = {t: _regex_format_checker().complete(json.dumps(t)) for t in texts}
+    assert sum(regex.values()) > 100
+    for schema, beside in _BESIDE_SCHEMAS:
+        chk = Checker(schema)
+        wrong = [t for t in texts if chk.complete(json.dumps(t)) != (regex[t] and bool(beside(t)))]
+        assert not wrong, (schema, wrong[:5])
+
+
+def test_regex_format_beside_a_pattern_serves_gitlab_ci_coverage() -> None:
+    """The examples of GitLab CI's ``coverage`` are served, texts that are no regex or miss the slashes not; a
+    pattern that no regex can match leaves no string."""
+    chk = Checker({"type": "string", "format": "regex", "pattern": "^/.+/$"})
+    for good in ["/Code coverage: \\d+\\.\\d+/", "/(\\d+\\.\\d+%) covered/", "/a|b/", "/\\//"]:
+        assert chk.complete(json.dumps(good)), good
+    for bad in ["Code coverage: \\d+", "/(/", "/a/+", "//", "/a{2,1}/"]:
+        assert not chk.complete(json.dumps(bad)), bad
+    assert Checker({"type": ["string", "null"], "format": "regex", "pattern": "^[(]$"}).complete("null")
+    assert not Checker({"type": ["string", "null"], "format": "regex", "pattern": "^[(]$"}).complete('"("')
+
+
 def test_regex_format_allows_the_common_syntax() -> None:
     chk = _regex_format_checker()
     for text in REGEXES_BOTH_READ:
@@ -1291,8 +1337,10 @@ def test_regex_format_allows_the_common_syntax() -> None:
     for text in ["(", "a{2,1}", "a{,3}", "[]", "[^]", "[z-a]", "\\1", "(?<=a)b", "(?P<n>a)", "\\p{L}", "\\q", "a**",
                  "\\-", "\\01"]:
         assert not chk.complete(json.dumps(text)), text
-    with pytest.raises(GrammarError, match="unsupported format 'regex'"):
-        parse_json_schema({"type": "string", "format": "regex", "maxLength": 10})  # only alone: a grammar
+    with pytest.raises(GrammarError, match="format 'regex' beside this pattern or length is too complex"):
+        parse_json_schema({"type": "string", "format": "regex", "maxLength": 100})  # 101 states: too many
+    with pytest.raises(GrammarError, match="unsupported format 'regex'"):  # beside another format: not served
+        parse_json_schema({"type": "string", "format": "regex", "allOf": [{"format": "email"}]})
     with pytest.raises(GrammarError, match="unsupported format 'regex'"):  # a key beside a $ref: not alone either
         parse_json_schema({"type": "object", "propertyNames": {"format": "regex", "$ref": "#/$defs/short"},
                            "$defs": {"short": {"maxLength": 2}}})

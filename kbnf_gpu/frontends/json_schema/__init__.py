@@ -103,10 +103,11 @@ Approximate, but sound (every accepted text is valid):
 * ``format``: see ``formats`` (e.g. the 253-character hostname limit is not
   enforced); OpenAPI's ``int8``...``int64``/``uint8``...``uint64`` bound
   integers and ``byte`` is base64 (``jsonschema`` checks neither);
-  ``regex`` (alone: no ``pattern`` or length beside it) is a grammar of the
-  syntax ECMA-262 and Python's ``re`` share (``_regex_format``: groups,
-  classes, lookaheads, quantifiers; no backreferences, named groups or
-  lookbehinds);
+  ``regex`` is a grammar of the syntax ECMA-262 and Python's ``re`` share
+  (``_regex_format``: groups, classes, lookaheads, quantifiers; no
+  backreferences, named groups or lookbehinds), beside a ``pattern`` or
+  length limits its product with their automaton (at most 12 states:
+  GitLab CI's ``^/.+/$``), never beside another format or a ``not``;
 * member keys that no lexeme of ``max_dfa_states`` holds
   (``propertyNames: {"maxLength": 1024}``) are left out with a warning;
 * ``enum``/``const`` values and declared keys are written as ``json.dumps``

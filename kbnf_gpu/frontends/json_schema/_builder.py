@@ -33,7 +33,7 @@ from ._objects import Member, TooManyStates, object_expr
 from ._oneof import disjoint, exclusive
 from ._pattern import PatternError, pattern_language, search
 from ._prune import prune
-from ._regex_format import regex_string
+from ._regex_format import MAX_PRODUCT_STATES, regex_string
 from ._rx import Rx, alt, cc, lit, rep, seq, span_bound
 from ._strings import encode, quoted, word
 from ._validate import Validator, json_key
@@ -55,6 +55,7 @@ SMALL_COUNT = 32  # counted repetitions up to this are left to ``normalize`` to 
 # and chains of 1,023 copies: 130k rules with 1,024 here, 29k with 64)
 LINEAR_COUNT_RANGE = 64
 _UNKNOWN = object()  # ``Builder.language``: not asked yet
+_TOO_COMPLEX = object()  # ``Builder._regex_string``: the automaton beside ``format: regex`` is too large
 MAX_EXCLUDED_NUMBERS = 256  # 'not' of number values: the range is cut into that many gaps
 MAX_CONTAINS = 4  # 'contains' on one array: each element is one of 2**n variants
 MAX_CONTAINS_STATES = 4096  # positions × counts of an array with 'contains'
@@ -595,12 +596,16 @@ class Builder:
         if hi is not None and hi < lo:
             return None
         where = m.where
-        # ``format: regex`` is a grammar, not a language: served alone (no other string keyword beside it)
-        regex_alone = (any(fmt == "regex" for fmt, _ in m.formats) and not drops and not m.patterns and lo == 0
-                       and hi is None and all(fmt == "regex" or fmt not in FORMATS for fmt, _ in m.formats))
-        langs = self._string_constraints(m, regex_served=regex_alone)
-        if regex_alone:
-            return regex_string(self)
+        # ``format: regex`` is a grammar, not a language: served with the patterns and lengths beside it (the
+        # grammar's product with their automaton), not beside another format or a ``not``
+        regex_served = (any(fmt == "regex" for fmt, _ in m.formats) and not drops
+                        and all(fmt == "regex" or fmt not in FORMATS for fmt, _ in m.formats))
+        langs = self._string_constraints(m, regex_served=regex_served)
+        if regex_served:
+            served = self._regex_string(langs, lo, hi)
+            if served is not _TOO_COMPLEX:
+                return served
+            self.doc.problem("format 'regex' beside this pattern or length is too complex to enforce exactly", where)
         folded = False  # ``drops`` taken into ``langs``: the lengths apply as to any pattern
         if drops and max(lo, hi or 0) > 2 * STRING_CHUNK:
             # the language without its lengths, threaded with them as a pattern is (Buildkite's step keys: a
@@ -636,6 +641,19 @@ class Builder:
             except TooLarge:
                 pass
         return self.threaded(langs, lo, hi, where)
+
+    def _regex_string(self, langs: list[Rx], lo: int, hi: Optional[int]) -> Union[ir.Expr, None, object]:
+        """``format: regex`` within ``langs`` and the lengths (``_regex_format.regex_string``); ``_TOO_COMPLEX``
+        where their automaton has more than ``MAX_PRODUCT_STATES`` states."""
+        if not langs and lo == 0 and hi is None:
+            return regex_string(self)
+        try:
+            d = self.language(langs if lo == 0 and hi is None else [rep(ANY_CHAR, lo, hi), *langs])
+        except TooLarge:
+            return _TOO_COMPLEX
+        if d is None:
+            return None
+        return _TOO_COMPLEX if d.n > MAX_PRODUCT_STATES else regex_string(self, d)
 
     def _whole_string(self, langs: list[Rx], lo: int, hi: Optional[int]) -> Optional[ir.Terminal]:
         """The string as one lexeme, written as its code-point automaton: its byte DFA is built as tries side by

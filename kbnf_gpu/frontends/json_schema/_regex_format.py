@@ -3,7 +3,12 @@
 Which strings are regexes is not a regular language (groups nest), so no
 lexeme can hold it; it is a few rules over one-unit lexemes (a character, an
 escape, a quantifier, a class range) inside the string's quotes, one Earley
-step per unit.
+step per unit. Beside a ``pattern`` or length limits (GitLab CI's
+``coverage``: a regex written between slashes, ``^/.+/$``) the rules are
+crossed with the automaton of those (Bar-Hillel's construction): a context-
+free language meets a regular one in a context-free language, whose rules
+are the grammar's per pair of automaton states (where a rule's text starts
+and ends), each unit lexeme cut to the texts between them.
 
 JSON Schema means ECMA-262 syntax (with the ``u`` flag, as for ``pattern``)
 and Python's ``jsonschema`` checks the format with ``re.compile``; as for
@@ -31,10 +36,11 @@ empty class.
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Optional
 
 from ... import ir
 from . import _charset as cs
+from ._fsm import DFA, alphabet, as_expr, intersection_dfa, minimize
 from ._rx import Rx, alt, cc, lit, rep, seq
 from ._strings import encode
 
@@ -94,28 +100,148 @@ def units() -> dict[str, Rx]:
     }
 
 
-def regex_string(b: "Builder") -> ir.Expr:
-    """A JSON string that is a regular expression (see the module): one set of rules per schema."""
-    if b.regex_rule is None:
-        t = {name: b.term(rx if name == "quote" else encode(rx), f"regex_{name}") for name, rx in units().items()}
-        disjunction, alternative, term, atom, klass, body = (
-            b.fresh(f"regex_{n}") for n in ("disjunction", "alternative", "term", "atom", "class", "string"))
-        ref = ir.Ref
-        b.add_rule(disjunction, [ir.Sequence((ref(alternative), ir.Repetition(
-            ir.Sequence((t["bar"], ref(alternative))), 0, None)))])
-        b.add_rule(alternative, [ir.Repetition(ref(term), 0, None)])
-        b.add_rule(term, [t["assertion"], ir.Sequence((t["look"], ref(disjunction), t["close"])),
-                          ir.Sequence((ref(atom), ir.Repetition(t["quantifier"], 0, 1)))])
-        b.add_rule(atom, [t["char"], t["dot"], t["escape"], ref(klass),
-                          ir.Sequence((t["open"], ref(disjunction), t["close"])),
-                          ir.Sequence((t["open_group"], ref(disjunction), t["close"]))])
-        caret = ir.Repetition(t["caret"], 0, 1)
-        hyphen = ir.Repetition(t["hyphen"], 0, 1)
-        # a ``^`` first is the negation (``[^]``: any character to ECMA, unterminated to Python), later itself
-        more = ir.Repetition(ir.Choice((t["class_item"], t["caret"])), 0, None)
-        b.add_rule(klass, [ir.Sequence((t["class_open"], caret, t["hyphen"], t["class_close"])),
-                           ir.Sequence((t["class_open"], caret, hyphen, t["class_item"], more, hyphen,
-                                        t["class_close"]))])
-        b.add_rule(body, [ir.Sequence((t["quote"], ref(disjunction), t["quote"]))])
-        b.regex_rule = body
-    return ir.Ref(b.regex_rule)
+# The grammar over the units, rules of at most two symbols (a name of ``units()`` or a rule's): a regular
+# expression is a disjunction of alternatives of terms, each an assertion, a lookahead, or an atom with at most
+# one quantifier; a class is ``[``, an optional ``^`` (negation), then ``-`` alone or items (``-`` first and last
+# optional, a ``^`` after the first item itself)
+GRAMMAR: dict[str, tuple[tuple[str, ...], ...]] = {
+    "disjunction": (("alternative",), ("disjunction", "or_alternative")),
+    "or_alternative": (("bar", "alternative"),),
+    "alternative": ((), ("alternative", "term")),
+    "term": (("assertion",), ("look_body", "close"), ("atom",), ("atom", "quantifier")),
+    "look_body": (("look", "disjunction"),),
+    "atom": (("char",), ("dot",), ("escape",), ("class",), ("open_body", "close"), ("group_body", "close")),
+    "open_body": (("open", "disjunction"),),
+    "group_body": (("open_group", "disjunction"),),
+    "class": (("class_start", "hyphen_close"), ("class_items", "hyphen_close"), ("class_items", "class_close")),
+    "hyphen_close": (("hyphen", "class_close"),),
+    "class_start": (("class_open",), ("class_open", "caret")),
+    "class_items": (("class_start", "class_item"), ("class_start", "hyphen_item"), ("class_items", "class_item"),
+                    ("class_items", "caret")),
+    "hyphen_item": (("hyphen", "class_item"),),
+}
+START = "disjunction"
+# code-point automaton states beside ``format: regex`` (a pattern, length limits) that the grammar is crossed
+# with: its rules grow with their cube (``^/.+/$``, GitLab CI's ``coverage``: 4 states)
+MAX_PRODUCT_STATES = 12
+
+
+def regex_string(b: "Builder", d: Optional[DFA] = None) -> ir.Expr:
+    """A JSON string that is a regular expression (see the module), and whose text ``d`` accepts (a pattern,
+    length limits: ``None`` for any). Beside ``d`` the grammar is its product with ``d`` (Bar-Hillel): a rule
+    per (rule, state where it starts, state where it ends) that derives a text, each unit lexeme cut to the
+    texts leading ``d`` from one state to the other. Without ``d``, one set of rules per schema."""
+    if d is None and b.regex_rule is not None:
+        return ir.Ref(b.regex_rule)
+    n = 1 if d is None else d.n
+    pieces: dict[tuple[str, int, int], ir.Terminal] = {}  # (unit, from, to) -> its lexeme
+    for name, rx in units().items():
+        if name == "quote":
+            continue
+        for p in range(n):
+            for q, cut in ([(0, rx)] if d is None else _cut(d, p, name)):
+                pieces[(name, p, q)] = b.term(encode(cut), f"regex_{name}")
+    derives = _derivations(n, {(name, p, q) for name, p, q in pieces})
+    finals = [0] if d is None else [q for q in range(n) if d.accept[q] and (START, 0, q) in derives]
+    if not finals:
+        return None
+    refs: dict[tuple[str, int, int], ir.Ref] = {}
+
+    def ref(rule: str, p: int, q: int) -> ir.Ref:
+        key = (rule, p, q)
+        if key not in refs:
+            refs[key] = ir.Ref(b.fresh(f"regex_{rule}" if d is None else f"regex_{rule}_{p}_{q}"))
+            todo.append(key)
+        return refs[key]
+
+    def symbol(name: str, p: int, q: int) -> ir.Expr:
+        return pieces[(name, p, q)] if name in units() else ref(name, p, q)
+
+    todo: list[tuple[str, int, int]] = []
+    quote = b.term(units()["quote"], "regex_quote")
+    starts = [ref(START, 0, q) for q in finals]
+    body = ir.Sequence((quote, starts[0] if len(starts) == 1 else ir.Choice(tuple(starts)), quote))
+    while todo:
+        rule, p, q = todo.pop()
+        options: list[ir.Expr] = []
+        for rhs in GRAMMAR[rule]:
+            if not rhs:
+                if p == q:
+                    options.append(ir.EMPTY)
+            elif len(rhs) == 1:
+                if (rhs[0], p, q) in derives:
+                    options.append(symbol(rhs[0], p, q))
+            else:
+                options.extend(ir.Sequence((symbol(rhs[0], p, m), symbol(rhs[1], m, q))) for m in range(n)
+                               if (rhs[0], p, m) in derives and (rhs[1], m, q) in derives)
+        b.add_rule(refs[(rule, p, q)].name, options)
+    name = b.fresh("regex_string")
+    b.add_rule(name, [body])
+    if d is None:
+        b.regex_rule = name
+    return ir.Ref(name)
+
+
+def _cut(d: DFA, p: int, name: str) -> list[tuple[int, Rx]]:
+    """``(q, the texts of unit name leading d from p to q)`` for each ``q`` some text of the unit leads to: the
+    product of the unit's automaton with ``d`` from ``p``, walked once, then minimized per ``q``."""
+    u = _unit_dfas()[name]
+    symbols, of_label = alphabet([*u.symbols, *d.symbols])
+    column_u, column_d = [-1] * len(symbols), [-1] * len(symbols)
+    for column, dfa in ((column_u, u), (column_d, d)):
+        for s, ranges in enumerate(dfa.symbols):
+            for j in of_label[ranges]:
+                column[j] = s
+    index = {(0, p): 0}
+    order = [(0, p)]
+    trans: list[list[int]] = []
+    for x, y in order:  # grows while it is walked
+        row = []
+        for cu, cd in zip(column_u, column_d):
+            x2 = u.trans[x][cu] if cu >= 0 else -1
+            y2 = d.trans[y][cd] if cd >= 0 and x2 >= 0 else -1
+            if y2 < 0:
+                row.append(-1)
+                continue
+            if (x2, y2) not in index:
+                index[(x2, y2)] = len(order)
+                order.append((x2, y2))
+            row.append(index[(x2, y2)])
+        trans.append(row)
+    out = []
+    for q in sorted({y for x, y in order if u.accept[x]}):
+        found = minimize(DFA(symbols, trans, [u.accept[x] and y == q for x, y in order]))
+        if found is not None:
+            out.append((q, as_expr(found)))
+    return out
+
+
+@lru_cache(maxsize=None)
+def _unit_dfas() -> dict[str, DFA]:
+    """The minimal automaton of each unit's decoded texts (over its own symbols)."""
+    return {name: intersection_dfa([rx]) for name, rx in units().items()}
+
+
+def _derivations(n: int, units_at: set[tuple[str, int, int]]) -> set[tuple[str, int, int]]:
+    """Every ``(rule or unit, p, q)`` that derives a text leading the automaton from ``p`` to ``q``: the units
+    given, and the rules' closure over them (a fixpoint, ``n`` states)."""
+    found = set(units_at)
+    changed = True
+    while changed:
+        changed = False
+        for rule, alternatives in GRAMMAR.items():
+            for rhs in alternatives:
+                if not rhs:
+                    new = {(rule, p, p) for p in range(n)}
+                elif len(rhs) == 1:
+                    new = {(rule, p, q) for name, p, q in found if name == rhs[0]}
+                else:
+                    ends: dict[int, list[int]] = {}
+                    for name, m, q in found:
+                        if name == rhs[1]:
+                            ends.setdefault(m, []).append(q)
+                    new = {(rule, p, q) for name, p, m in found if name == rhs[0] for q in ends.get(m, ())}
+                if not new <= found:
+                    found |= new
+                    changed = True
+    return found
