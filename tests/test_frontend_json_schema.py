@@ -329,6 +329,22 @@ def test_multiple_of_regex() -> None:
         assert not r.fullmatch("-0") and not r.fullmatch("00")
 
 
+def test_encode_does_not_recurse_into_deep_expressions() -> None:
+    """``encode`` walks an expression without recursion: a counter's optional tail written as a regular
+    expression nests as deep as its count (CloudFormation's ``[a-zA-Z0-9-._]{0,299}``: a ``RecursionError``);
+    600 deep here, and the lexeme is the counter's."""
+    from kbnf_gpu.frontends.json_schema import _charset as cs
+    from kbnf_gpu.frontends.json_schema._rx import EPS, cc, lit, seq
+
+    deep = EPS
+    for _ in range(600):
+        deep = rep(seq(cc(cs.of_chars("ab")), deep), 0, 1)
+    dfa = build_dfa(ir.Terminal(quoted(encode(seq(lit("x"), deep)))))
+    for n in (0, 1, 599, 600, 601):
+        assert dfa.matches(('"x' + "ab"[n % 2] * n + '"').encode()) == (n <= 600), n
+    assert not dfa.matches(b'"xc"') and not dfa.matches(b'"x\\u0061"')
+
+
 def test_string_units_count_code_points() -> None:
     r2 = rx(quoted(rep(CHAR, 2, 2)))
     rnd = random.Random(3)

@@ -169,6 +169,14 @@ SERVED = [
     ("pattern-searched-counter", {"type": "string", "pattern": "arn:[a-z]{2,1200}:.{1,2048}"},
      ['"arn:ab:c"', '"xarn:' + "a" * 1200 + ':z tail"', '"arn:aa:\\u00e9"', '"arn:a:arn:bc:d"'],
      ['"arn:a:c"', '"arn:ab:"', '"arn:' + "a" * 1201 + ':c"', '"ARN:ab:c"']),
+    # found in CloudFormation's EMR Serverless ImageUri: a threaded chunk's language, written as a regular
+    # expression, nested as deep as its ``{0,299}`` and its JSON encoding recursed past Python's stack
+    ("pattern-counted-tail-nests-deep", {"type": "string", "minLength": 1, "maxLength": 1024, "pattern":
+                                         "^([a-z0-9]+[a-z0-9-.]*)\\/((?:[a-z0-9]+(?:[._-][a-z0-9]+)*\\/)*[a-z0-9]+"
+                                         "(?:[._-][a-z0-9]+)*)(?:\\:([a-zA-Z0-9_][a-zA-Z0-9-._]{0,299})|"
+                                         "@(sha256:[0-9a-f]{64}))$"},
+     ['"registry.io/team/repo:latest"', '"a/b@sha256:' + "0" * 64 + '"', '"a/b:' + "x" * 300 + '"'],
+     ['"a/b:' + "x" * 301 + '"', '"A/b:1"', '"a/b@sha256:' + "0" * 63 + '"', '"a/b"']),
     ("pattern-lookaheads-counted", {"type": "string", "pattern": "^(?=.*[A-Z])(?=.*[0-9])(?=.*[!@#]).{8,64}$"},
      ['"aA1!aaaa"', '"' + "x" * 60 + 'A1!x"', '"A1!bb\\u00e9bb"'],
      ['"aA1!aaa"', '"' + "x" * 61 + 'A1!x"', '"aA1aaaaa"', '"aa1!aaaa"', '"\\u00411!bbbbb"']),

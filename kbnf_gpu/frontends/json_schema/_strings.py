@@ -124,22 +124,51 @@ CHAR = unit(cs.ANY)
 
 
 def encode(x: Rx) -> Rx:
-    """JSON string bodies (between the quotes) decoding into the language ``x``."""
+    """JSON string bodies (between the quotes) decoding into the language ``x``. Without recursion: a counter's
+    optional tail written as a regular expression nests as deep as its count (``[a-z0-9-._]{0,299}``)."""
     if x is None:
         return None
+    done: dict[int, Rx] = {}
+    stack: list[tuple[RegExpr, bool]] = [(x, False)]
+    while stack:
+        node, ready = stack.pop()
+        if id(node) in done:
+            continue
+        parts = _parts(node)
+        if not ready and parts:
+            stack.append((node, True))
+            stack.extend((part, False) for part in parts if id(part) not in done)
+            continue
+        done[id(node)] = _encoded(node, [done[id(part)] for part in parts])
+    return done[id(x)]
+
+
+def _parts(x: RegExpr) -> tuple[RegExpr, ...]:
+    if isinstance(x, Concat):
+        return x.parts
+    if isinstance(x, Alternation):
+        return x.options
+    if isinstance(x, Repeat):
+        return (x.item,)
+    if isinstance(x, Automaton):
+        return tuple(label for _, label, _ in x.edges)
+    return ()
+
+
+def _encoded(x: RegExpr, parts: list[Rx]) -> Rx:
+    """``encode`` of ``x`` given its parts' encodings."""
     if isinstance(x, CharClass):
         return _encode_class(x)
     if isinstance(x, Literal):
         return seq(*(unit(cs.single(ord(c))) for c in x.value.decode("utf-8")))
     if isinstance(x, Concat):
-        return seq(*(encode(p) for p in x.parts))
+        return seq(*parts)
     if isinstance(x, Alternation):
-        return alt(*(encode(o) for o in x.options))
+        return alt(*parts)
     if isinstance(x, Repeat):
-        return rep(encode(x.item), x.min, x.max)
+        return rep(parts[0], x.min, x.max)
     if isinstance(x, Automaton):
-        edges = tuple((p, label, q) for p, label, q in ((p, encode(label), q) for p, label, q in x.edges)
-                      if label is not None)
+        edges = tuple((p, label, q) for (p, _, q), label in zip(x.edges, parts) if label is not None)
         return Automaton(x.n_states, edges, x.accepting)
     raise TypeError(type(x))
 
