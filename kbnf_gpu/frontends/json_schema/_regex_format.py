@@ -126,11 +126,12 @@ START = "disjunction"
 MAX_PRODUCT_STATES = 12
 
 
-def regex_string(b: "Builder", d: Optional[DFA] = None) -> ir.Expr:
+def regex_string(b: "Builder", d: Optional[DFA] = None) -> Optional[ir.Expr]:
     """A JSON string that is a regular expression (see the module), and whose text ``d`` accepts (a pattern,
-    length limits: ``None`` for any). Beside ``d`` the grammar is its product with ``d`` (Bar-Hillel): a rule
-    per (rule, state where it starts, state where it ends) that derives a text, each unit lexeme cut to the
-    texts leading ``d`` from one state to the other. Without ``d``, one set of rules per schema."""
+    length limits: ``None`` for any; ``None`` back when no regex is such a text). Beside ``d`` the grammar is its
+    product with ``d`` (Bar-Hillel): a rule per (rule, state where it starts, state where it ends) that derives
+    a text, each unit lexeme cut to the texts leading ``d`` from one state to the other. Without ``d``, one set
+    of rules per schema."""
     if d is None and b.regex_rule is not None:
         return ir.Ref(b.regex_rule)
     n = 1 if d is None else d.n
