@@ -45,6 +45,7 @@ from kbnf_gpu.frontends.json_schema._keys import other_keys
 from kbnf_gpu.frontends.json_schema._strings import CHAR, encode, encode_text, quoted
 from kbnf_gpu.frontends.json_schema.formats import FORMATS, format_language
 from kbnf_gpu.frontends.json_schema.numbers import decimal_range, integer_range, multiple_of_regex
+from kbnf_gpu.frontends.json_schema import _rx
 from kbnf_gpu.frontends.json_schema._rx import holds_automaton, rep
 from kbnf_gpu.frontends.json_schema.sample import sample_texts
 
@@ -1746,6 +1747,35 @@ def small_patterns(draw) -> str:
     """Anchored patterns of one to three counted atoms over a few letters (automata of a few dozen states)."""
     atoms = draw(st.lists(st.tuples(st.sampled_from(_ATOMS), st.sampled_from(_COUNTS)), min_size=1, max_size=3))
     return "^" + "".join(a + c for a, c in atoms) + "$"
+
+
+@settings(max_examples=80, deadline=None)
+@given(small_patterns(), st.integers(0, 7))
+def test_within_keeps_every_text_of_at_most_so_many_symbols(pattern: str, most: int) -> None:
+    """``within(x, most)`` drops the upper bound of a repetition that reaches past it only in texts longer than
+    ``most``: every text of at most ``most`` symbols matches it exactly when it matches ``x`` (all of them over
+    the patterns' letters), and ``(a|bc){2,9}`` within 6 keeps no bound."""
+    from kbnf_gpu.frontends.json_schema._rx import within
+
+    lang = pattern_language(pattern)
+    before, after = rx(lang), rx(within(lang, most))
+    for k in range(most + 1):
+        for letters in itertools.product("abc", repeat=k):
+            text = "".join(letters)
+            assert bool(before.fullmatch(text)) == bool(after.fullmatch(text)), (pattern, most, text)
+    bounded = [e.max for e in _rx._nodes(within(pattern_language("^(a|bc){2,9}$"), 6)) if isinstance(e, ir.Repeat)]
+    assert bounded and all(hi is None for hi in bounded)
+
+
+def test_a_repetition_longer_than_the_string_compiles_fast() -> None:
+    """SageMaker's ``^https://([.\\-_a-zA-Z0-9]+/?){3,1016}$`` within ``maxLength: 256`` passed the 10 s budget
+    (the automaton tracked every count of the ambiguous group); its bound is dropped (``within``) and the
+    language is the same."""
+    schema = {"type": "string", "maxLength": 40, "pattern": "^https://([.\\-_a-zA-Z0-9]+/?){3,1016}$"}
+    chk, v = Checker(schema), validator(schema)
+    for s in ["https://a/b/c", "https://abc", "https://ab", "https://a//b", "https://" + "a" * 32, "https://" + "a" * 33,
+              "https://a/b/", "http://a/b/c"]:
+        assert chk.complete(json.dumps(s)) == v.is_valid(s), s
 
 
 @needs_check

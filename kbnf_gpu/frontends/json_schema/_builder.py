@@ -34,7 +34,7 @@ from ._oneof import disjoint, exclusive
 from ._pattern import PatternError, pattern_language, search
 from ._prune import prune
 from ._regex_format import MAX_PRODUCT_STATES, regex_string
-from ._rx import Rx, alt, cc, lit, rep, seq, span_bound
+from ._rx import Rx, alt, cc, lit, rep, seq, span_bound, within
 from ._strings import encode, quoted, word
 from ._validate import Validator, json_key
 from ._scalars import ANY_NUMBER, BOOLEAN, NULL, format_terminal, integer_terminal
@@ -566,6 +566,8 @@ class Builder:
             except PatternError as e:
                 self.doc.problem(f"unsupported pattern {src!r} ({e})", at)
                 continue
+            if m.max_len is not None:  # every caller bounds the length too
+                lang = within(lang, m.max_len)
             if not is_universal(lang):  # ``(?s).*`` asks nothing: a length limit beside it is a counted string
                 langs.append(lang)
         for fmt, at in m.formats:

@@ -5,7 +5,7 @@ constructors simplify around both so generated terminals stay small.
 """
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Callable, Optional
 
 from ...ir import Alternation, Automaton, ByteClass, CharClass, Concat, Literal, Pattern, RegExpr, Repeat
 from ._charset import Ranges
@@ -137,20 +137,90 @@ def nullable(x: Rx) -> bool:
     raise TypeError(type(x))
 
 
+def parts(x: RegExpr) -> tuple[RegExpr, ...]:
+    """The direct sub-expressions of ``x``, an automaton's edge labels included."""
+    if isinstance(x, Concat):
+        return x.parts
+    if isinstance(x, Alternation):
+        return x.options
+    if isinstance(x, Repeat):
+        return (x.item,)
+    if isinstance(x, Automaton):
+        return tuple(label for _, label, _ in x.edges)
+    return ()
+
+
+def with_parts(x: RegExpr, new: list[Rx]) -> Rx:
+    """``x`` with its ``parts`` replaced by ``new`` (an automaton's edges whose label is now ``None`` dropped)."""
+    if isinstance(x, Concat):
+        return seq(*new)
+    if isinstance(x, Alternation):
+        return alt(*new)
+    if isinstance(x, Repeat):
+        return rep(new[0], x.min, x.max)
+    if isinstance(x, Automaton):
+        return Automaton(x.n_states, tuple((p, label, q) for (p, _, q), label in zip(x.edges, new)
+                                           if label is not None), x.accepting)
+    return x
+
+
+def fold(x: RegExpr, make: Callable[[RegExpr, list[Any]], Any]) -> Any:
+    """``make(node, what make gave for its parts)`` from the leaves up, once per distinct node and without
+    recursion: an expression may nest as deep as a count (a counter's optional tail as a regular expression,
+    ``[a-zA-Z0-9-._]{0,299}``, overflowed Python's stack)."""
+    done: dict[int, Any] = {}
+    stack: list[tuple[RegExpr, bool]] = [(x, False)]
+    while stack:
+        node, ready = stack.pop()
+        if id(node) in done:
+            continue
+        below = parts(node)
+        if not ready and below:
+            stack.append((node, True))
+            stack.extend((part, False) for part in below if id(part) not in done)
+            continue
+        done[id(node)] = make(node, [done[id(part)] for part in below])
+    return done[id(x)]
+
+
+def shortest(x: RegExpr) -> int:
+    """The fewest symbols a match of ``x`` spans (0 for an automaton: not worked out)."""
+    def make(node: RegExpr, below: list[int]) -> int:
+        if isinstance(node, Literal):
+            return len(node.value.decode("utf-8"))
+        if isinstance(node, (CharClass, ByteClass)):
+            return 1
+        if isinstance(node, Concat):
+            return sum(below)
+        if isinstance(node, Alternation):
+            return min(below, default=0)
+        if isinstance(node, Repeat):
+            return node.min * below[0]
+        return 0
+
+    return fold(x, make)
+
+
+def within(x: Rx, most: int) -> Rx:
+    """``x`` for the texts of at most ``most`` symbols: a repetition that reaches past its upper bound only in
+    longer texts (``([a-z]+/?){3,1016}`` within 256) loses the bound, which made its automaton a copy of the item
+    per count (and the subset construction track every count at once: seconds); the same texts of at most
+    ``most`` symbols match, since a match of a part spans no more than the text."""
+    def make(node: RegExpr, below: list[Rx]) -> Rx:
+        if isinstance(node, Repeat) and node.max is not None and (node.max + 1) * shortest(node.item) > most:
+            return rep(below[0], node.min, None)
+        return with_parts(node, below)
+
+    return None if x is None else fold(x, make)
+
+
 def _nodes(x: RegExpr):
     """Every node of ``x`` (iteratively), an automaton's edge labels included."""
     stack: list[RegExpr] = [x]
     while stack:
         e = stack.pop()
         yield e
-        if isinstance(e, Concat):
-            stack.extend(e.parts)
-        elif isinstance(e, Alternation):
-            stack.extend(e.options)
-        elif isinstance(e, Repeat):
-            stack.append(e.item)
-        elif isinstance(e, Automaton):
-            stack.extend(label for _, label, _ in e.edges)
+        stack.extend(parts(e))
 
 
 def holds_automaton(x: Rx) -> bool:

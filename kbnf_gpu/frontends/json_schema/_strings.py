@@ -19,7 +19,7 @@ from __future__ import annotations
 from ...caches import memoized
 from ...ir import Alternation, Automaton, CharClass, Concat, Literal, RegExpr, Repeat
 from . import _charset as cs
-from ._rx import EPS, Rx, alt, cc, lit, rep, seq
+from ._rx import EPS, Rx, alt, cc, fold, lit, seq, with_parts
 
 RAW_ALLOWED: cs.Ranges = cs.subtract(cs.ANY, cs.norm([(0, 0x1F), (0x22, 0x22), (0x5C, 0x5C)]))
 _SHORT = {0x22: '"', 0x5C: "\\", 0x08: "b", 0x0C: "f", 0x0A: "n", 0x0D: "r", 0x09: "t"}
@@ -124,35 +124,8 @@ CHAR = unit(cs.ANY)
 
 
 def encode(x: Rx) -> Rx:
-    """JSON string bodies (between the quotes) decoding into the language ``x``. Without recursion: a counter's
-    optional tail written as a regular expression nests as deep as its count (``[a-z0-9-._]{0,299}``)."""
-    if x is None:
-        return None
-    done: dict[int, Rx] = {}
-    stack: list[tuple[RegExpr, bool]] = [(x, False)]
-    while stack:
-        node, ready = stack.pop()
-        if id(node) in done:
-            continue
-        parts = _parts(node)
-        if not ready and parts:
-            stack.append((node, True))
-            stack.extend((part, False) for part in parts if id(part) not in done)
-            continue
-        done[id(node)] = _encoded(node, [done[id(part)] for part in parts])
-    return done[id(x)]
-
-
-def _parts(x: RegExpr) -> tuple[RegExpr, ...]:
-    if isinstance(x, Concat):
-        return x.parts
-    if isinstance(x, Alternation):
-        return x.options
-    if isinstance(x, Repeat):
-        return (x.item,)
-    if isinstance(x, Automaton):
-        return tuple(label for _, label, _ in x.edges)
-    return ()
+    """JSON string bodies (between the quotes) decoding into the language ``x`` (``fold``: without recursion)."""
+    return None if x is None else fold(x, _encoded)
 
 
 def _encoded(x: RegExpr, parts: list[Rx]) -> Rx:
@@ -161,15 +134,8 @@ def _encoded(x: RegExpr, parts: list[Rx]) -> Rx:
         return _encode_class(x)
     if isinstance(x, Literal):
         return seq(*(unit(cs.single(ord(c))) for c in x.value.decode("utf-8")))
-    if isinstance(x, Concat):
-        return seq(*parts)
-    if isinstance(x, Alternation):
-        return alt(*parts)
-    if isinstance(x, Repeat):
-        return rep(parts[0], x.min, x.max)
-    if isinstance(x, Automaton):
-        edges = tuple((p, label, q) for (p, _, q), label in zip(x.edges, parts) if label is not None)
-        return Automaton(x.n_states, edges, x.accepting)
+    if isinstance(x, (Concat, Alternation, Repeat, Automaton)):
+        return with_parts(x, parts)
     raise TypeError(type(x))
 
 
