@@ -183,35 +183,35 @@ def fold(x: RegExpr, make: Callable[[RegExpr, list[Any]], Any]) -> Any:
     return done[id(x)]
 
 
-def shortest(x: RegExpr) -> int:
-    """The fewest symbols a match of ``x`` spans (0 for an automaton: not worked out)."""
-    def make(node: RegExpr, below: list[int]) -> int:
-        if isinstance(node, Literal):
-            return len(node.value.decode("utf-8"))
-        if isinstance(node, (CharClass, ByteClass)):
-            return 1
-        if isinstance(node, Concat):
-            return sum(below)
-        if isinstance(node, Alternation):
-            return min(below, default=0)
-        if isinstance(node, Repeat):
-            return node.min * below[0]
-        return 0
-
-    return fold(x, make)
+def _fewest(node: RegExpr, below: list[int]) -> int:
+    """The fewest symbols a match of ``node`` spans, given its parts' (0 for an automaton: not worked out)."""
+    if isinstance(node, Literal):
+        return len(node.value.decode("utf-8"))
+    if isinstance(node, (CharClass, ByteClass)):
+        return 1
+    if isinstance(node, Concat):
+        return sum(below)
+    if isinstance(node, Alternation):
+        return min(below, default=0)
+    if isinstance(node, Repeat):
+        return node.min * below[0]
+    return 0
 
 
 def within(x: Rx, most: int) -> Rx:
     """``x`` for the texts of at most ``most`` symbols: a repetition that reaches past its upper bound only in
     longer texts (``([a-z]+/?){3,1016}`` within 256) loses the bound, which made its automaton a copy of the item
     per count (and the subset construction track every count at once: seconds); the same texts of at most
-    ``most`` symbols match, since a match of a part spans no more than the text."""
-    def make(node: RegExpr, below: list[Rx]) -> Rx:
-        if isinstance(node, Repeat) and node.max is not None and (node.max + 1) * shortest(node.item) > most:
-            return rep(below[0], node.min, None)
-        return with_parts(node, below)
+    ``most`` symbols match, since a match of a part spans no more than the text. One walk carries each node's
+    rewrite and its fewest symbols."""
+    def make(node: RegExpr, below: list[tuple[Rx, int]]) -> tuple[Rx, int]:
+        fewest = _fewest(node, [f for _, f in below])
+        new = [e for e, _ in below]
+        if isinstance(node, Repeat) and node.max is not None and (node.max + 1) * below[0][1] > most:
+            return rep(new[0], node.min, None), fewest
+        return with_parts(node, new), fewest
 
-    return None if x is None else fold(x, make)
+    return None if x is None else fold(x, make)[0]
 
 
 def _nodes(x: RegExpr):

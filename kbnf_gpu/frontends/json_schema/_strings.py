@@ -133,7 +133,7 @@ def _encoded(x: RegExpr, parts: list[Rx]) -> Rx:
     if isinstance(x, CharClass):
         return _encode_class(x)
     if isinstance(x, Literal):
-        return seq(*(unit(cs.single(ord(c))) for c in x.value.decode("utf-8")))
+        return encode_text(x.value.decode("utf-8"))
     if isinstance(x, (Concat, Alternation, Repeat, Automaton)):
         return with_parts(x, parts)
     raise TypeError(type(x))
