@@ -278,6 +278,11 @@ def kernel_rows(ctx: BenchContext) -> list[dict]:
             def xgr(i: int) -> None:
                 xgr_apply(bufs[i % nbuf], bitmask)
 
+            copy_to = torch.empty_like(bufs[0])
+
+            def copy(i: int) -> None:  # the floor at this size: the same bytes read and written once
+                copy_to.copy_(bufs[i % nbuf])
+
             row: dict = {"vocab": V, "batch": B, "dtype": dname, "logits_bytes": buf_bytes, "buffers": nbuf}
             # correctness on this data: ours vs xgrammar, same mask
             ref = bufs[0].clone()
@@ -294,10 +299,13 @@ def kernel_rows(ctx: BenchContext) -> list[dict]:
             timed(ctx, row, "ours", ours, eager=True, floor_s=floor_s)
             timed(ctx, row, "fill", fill, eager=False, floor_s=floor_s / 64)
             timed(ctx, row, "apply", apply, eager=False, floor_s=floor_s)
+            timed(ctx, row, "copy", copy, eager=False, floor_s=floor_s)
+            del copy_to
             if xgr_apply is not None and "xgr_error" not in row:
                 timed(ctx, row, "xgr", xgr, eager=True, floor_s=floor_s)
             if row.get("ours_us"):
                 row["ours_over_floor"] = row["ours_us"] / row["floor_us"]
+                row["ours_over_copy"] = row["ours_us"] / row["copy_us"] if row.get("copy_us") else None
                 if row.get("xgr_us"):
                     row["xgr_over_ours"] = row["xgr_us"] / row["ours_us"]
             out.append(row)
@@ -539,16 +547,17 @@ def fmt(v: float | None) -> str:
 
 
 def print_kernel_table(rows: list[dict], cuda: bool) -> None:
-    cols = ["ours_us", "fill_us", "apply_us", "xgr_us", "floor_us", "ours_min_us", "xgr_min_us"]
+    cols = ["ours_us", "fill_us", "apply_us", "xgr_us", "floor_us", "copy_us", "ours_min_us", "xgr_min_us"]
     if cuda:
         cols += ["ours_eager_us", "xgr_eager_us"]
     print("# microseconds per call: median over repeats (min columns: fastest sample)")
-    head = f"{'V':>7} {'B':>5} {'dtype':>5} " + " ".join(f"{c[:-3]:>9}" for c in cols) + "  ours/floor  xgr/ours"
+    head = f"{'V':>7} {'B':>5} {'dtype':>5} " + " ".join(f"{c[:-3]:>9}" for c in cols) + "  ours/floor  ours/copy  xgr/ours"
     print(head)
     print("-" * len(head))
     for r in rows:
         print(f"{r['vocab']:>7} {r['batch']:>5} {r['dtype']:>5} " + " ".join(fmt(r.get(c)) for c in cols)
-              + f"  {fmt(r.get('ours_over_floor')):>10}  {fmt(r.get('xgr_over_ours')):>8}")
+              + f"  {fmt(r.get('ours_over_floor')):>10}  {fmt(r.get('ours_over_copy')):>9}  "
+              f"{fmt(r.get('xgr_over_ours')):>8}")
 
 
 def print_e2e_table(rows: list[dict]) -> None:

@@ -723,12 +723,12 @@ def summary(rep: Report) -> None:
         print(f"# copy {bw['copy_read_write_gbs']:.0f} GB/s (read+write), fill {bw['fill_write_only_gbs']:.0f} GB/s")
     rows = [r for r in kernel if r["dtype"] == "bf16"]
     if rows:
-        print(f"{'V':>7} {'B':>5}  {'ours us':>9} {'eager':>9} {'floor':>9} {'/floor':>7} {'xgr us':>9} "
-              f"{'xgr/ours':>8}")
+        print(f"{'V':>7} {'B':>5}  {'ours us':>9} {'eager':>9} {'floor':>9} {'/floor':>7} {'copy':>9} {'/copy':>6} "
+              f"{'xgr us':>9} {'xgr/ours':>8}")
         for r in rows:
             print(f"{r['vocab']:>7} {r['batch']:>5}  {_f(r.get('ours_us'))} {_f(r.get('ours_eager_us'))} "
-                  f"{_f(r.get('floor_us'))} {_f(r.get('ours_over_floor'), 7, 2)} {_f(r.get('xgr_us'))} "
-                  f"{_f(r.get('xgr_over_ours'), 8, 2)}")
+                  f"{_f(r.get('floor_us'))} {_f(r.get('ours_over_floor'), 7, 2)} {_f(r.get('copy_us'))} "
+                  f"{_f(r.get('ours_over_copy'), 6, 2)} {_f(r.get('xgr_us'))} {_f(r.get('xgr_over_ours'), 8, 2)}")
     if e2e:
         print(f"{'grammar':>28} {'B':>5}  {'ours e2e':>9} {'xgr e2e':>9} {'speedup':>8} {'masks':>5}")
         for r in e2e:

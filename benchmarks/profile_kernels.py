@@ -35,11 +35,15 @@ from kbnf_gpu.kernels.device_tables import build_csr  # noqa: E402
 from kbnf_gpu.kernels import triton_mask as TM  # noqa: E402
 
 KINDS = ("mask", "fill", "apply")
-# (block words, warps, blocks per program, programs per SM, store, row chunk); the default launch comes first
-LAUNCHES = [(32, 1, 1, 0, "masked", 1), (32, 1, 2, 0, "masked", 1), (32, 1, 4, 0, "masked", 1),
-            (64, 2, 1, 0, "masked", 1), (128, 4, 1, 0, "masked", 1), (256, 8, 1, 0, "masked", 1),
-            (32, 1, 1, 4, "masked", 1), (32, 1, 1, 0, "masked", 2), (32, 1, 1, 0, "masked", 4),
-            (32, 1, 1, 0, "packed", 1), (32, 1, 1, 0, "split", 1), (128, 4, 1, 0, "split", 1)]
+# (block words, warps, blocks per program, programs per SM, store, row chunk, extra-id chunk); the default launch
+# comes first
+LAUNCHES = [(32, 1, 1, 0, "masked", 1, 64), (32, 1, 1, 0, "masked", 4, 256), (32, 1, 2, 0, "masked", 4, 256),
+            (32, 1, 4, 0, "masked", 4, 256), (32, 1, 8, 0, "masked", 4, 256), (32, 1, 2, 0, "masked", 4, 128),
+            (64, 2, 2, 0, "masked", 4, 256), (32, 1, 1, 0, "packed", 4, 256), (32, 1, 1, 0, "packed", 4, 128),
+            (32, 1, 1, 0, "packed", 4, 64), (32, 1, 1, 0, "packed", 2, 256), (16, 1, 1, 0, "packed", 4, 256),
+            (64, 1, 1, 0, "packed", 4, 256), (64, 2, 1, 0, "packed", 4, 256), (32, 1, 1, 4, "packed", 4, 256),
+            (32, 1, 2, 0, "packed", 4, 256), (128, 4, 1, 0, "packed", 4, 256), (32, 1, 1, 0, "select", 4, 256),
+            (32, 1, 2, 0, "select", 4, 256), (32, 1, 2, 0, "split", 4, 256)]
 
 
 def launcher(kind: str, B: int, V: int, dtype: torch.dtype, device: torch.device, extras: bool = True):
@@ -73,9 +77,9 @@ def launcher(kind: str, B: int, V: int, dtype: torch.dtype, device: torch.device
 
 def configs(kind: str, elem_size: int) -> list[TM.LaunchConfig]:
     default = TM.default_launch(kind, 1, 1, elem_size)
-    cfgs = [TM.LaunchConfig(bw, w, bpp, pps, store, extra_chunk=default.extra_chunk, row_chunk=rc)
-            for bw, w, bpp, pps, store, rc in LAUNCHES
-            if (kind != "fill" or store == "masked") and (kind != "apply" or rc == 1)]
+    cfgs = [TM.LaunchConfig(bw, w, bpp, pps, store, extra_chunk=ec, row_chunk=rc)
+            for bw, w, bpp, pps, store, rc, ec in LAUNCHES
+            if (kind != "fill" or store == "masked") and (kind != "apply" or (rc, ec) == (1, 64))]
     return list(dict.fromkeys([default, *cfgs]))
 
 
@@ -129,11 +133,12 @@ def main(argv: list[str] | None = None) -> int:
             if cuda:
                 floor_s = 2 * B * V * dtype.itemsize / copy_bw
                 t = time_cuda(lambda i, c=cfg: run(c, i), 10, 2, inner_calls(floor_s), graph=True)
-                us = "-" if t is None else f"{t[0] * 1e6:8.1f}"
+                us = "-" if t is None else f"{t[0] * 1e6:8.1f} ({t[0] / floor_s:4.2f}x floor)"
             else:
                 us = "(interpreter)"
             print(f"{kind:>5} B={B:<5} {dname} {us} µs  bw={cfg.block_words} warps={cfg.num_warps} "
-                  f"bpp={cfg.blocks_per_program} pps={cfg.programs_per_sm} store={cfg.store} rows={cfg.row_chunk}"
+                  f"bpp={cfg.blocks_per_program} pps={cfg.programs_per_sm} store={cfg.store} rows={cfg.row_chunk} "
+                  f"extra={cfg.extra_chunk}"
                   f"{' no-extras' if args.no_extras else ''}"
                   f"{'  (default)' if cfg == default else ''}", flush=True)
     return 0

@@ -168,16 +168,17 @@ def test_every_launch_config_matches_brute_force(b, dtype, cfg):
 
 
 @settings(HYP, max_examples=12)
-@given(st.integers(0, 2**32), st.booleans(), st.sampled_from(DTYPES), st.sampled_from([16, 32]))
+@given(st.integers(0, 2**32), st.booleans(), st.sampled_from(DTYPES), st.sampled_from([16, 32, None]))
 def test_hundreds_of_extra_ids_sorted_or_not(seed, sort, dtype, chunk):
-    """A JSON state carries ~135 extra ids: every tile finds its own, whatever their order."""
+    """A JSON state carries ~135 extra ids: every tile finds its own, whatever their order or repeats, in the
+    chunk held for the whole program and in the further chunks (None: the default launch, 256 ids held)."""
     b = random_batch(np.random.default_rng(seed), 5000, 3, 2, use_indices=True, use_skip=False, extras=(150, 300),
                      sort_extras=sort)
     logits = random_logits(b.B_total, b.n_cols, dtype, 9)
     expect = b.expect_logits(logits)
     opts = b.options()
     TM.mask_logits(logits, b.rows(), *b.csr(), opts["indices"], None, b.V,
-                   launch=TM.LaunchConfig(32, 2, extra_chunk=chunk))
+                   launch=None if chunk is None else TM.LaunchConfig(32, 2, extra_chunk=chunk))
     assert_bit_equal(logits, expect)
 
 
@@ -719,11 +720,14 @@ _AOT_SCRIPT = textwrap.dedent(
             stores[f"mask-{dt}-{mode}"] = compile_(tm._mask_logits_kernel, c, 4, dt)
             c = dict(HAS_INDICES=True, BLOCK_WORDS=64, BLOCKS_PER_PROGRAM=2, STORE=code, PACK=pack)
             stores[f"apply-{dt}-{mode}"] = compile_(tm._apply_bitmask_kernel, c, 4, dt)
-    d = tm.default_launch("mask", 1, 4008)  # the default launch, without indices or skip; and row chunks
+    for dt, pack, size in (("bf16", 8, 2), ("fp32", 4, 4)):  # the default launches, without indices or skip
+        d = tm.default_launch("mask", 1, 4008, size)
+        c = dict(HAS_INDICES=False, HAS_SKIP=False, BLOCK_WORDS=d.block_words,
+                 BLOCKS_PER_PROGRAM=d.blocks_per_program, EXTRA_CHUNK=d.extra_chunk, ROW_CHUNK=d.row_chunk,
+                 STORE=tm.STORE_MODES[d.store], PACK=pack)
+        stores[f"mask-{dt}-{d.store}-default"] = compile_(tm._mask_logits_kernel, c, d.num_warps, dt)
+    d = tm.default_launch("fill", 1, 4008)  # the fill's default launch; and wide row chunks
     for bw, warps, rc in ((d.block_words, d.num_warps, d.row_chunk), (128, 8, 4)):
-        c = dict(HAS_INDICES=False, HAS_SKIP=False, BLOCK_WORDS=bw, BLOCKS_PER_PROGRAM=1,
-                 EXTRA_CHUNK=d.extra_chunk, ROW_CHUNK=rc, STORE=0, PACK=8)
-        stores[f"mask-bf16-masked-{bw}"] = compile_(tm._mask_logits_kernel, c, warps, "bf16")
         c = dict(HAS_INDICES=True, HAS_SKIP=True, BLOCK_WORDS=bw, BLOCKS_PER_PROGRAM=1, EXTRA_CHUNK=d.extra_chunk,
                  ROW_CHUNK=rc)
         compile_(tm._fill_bitmask_kernel, c, warps)

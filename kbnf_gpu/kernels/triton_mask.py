@@ -14,6 +14,11 @@ small hot table, served from L2), ORs in the extra ids falling there, clears
 bits at or past ``vocab_size``, expands the bits and writes ``-inf`` where a
 token is not allowed.
 
+A tile of bf16 logits is only 2 KB, so what bounds the kernel is the chain of
+dependent loads before its stores, not bandwidth. The chain is kept to three
+loads: the entry's CSR pointers; the first chunks of its row ids and extra ids
+together (held for every step of the program); the rows' words at each step.
+
 Every load and store is bounded: a target row outside the tensor, a skipped
 entry, a row id outside ``[0, R)`` or an extra id outside ``[0, vocab_size)``
 touch nothing, and CSR pointers are clamped to their arrays. Validation
@@ -42,10 +47,12 @@ Tuning knobs (:class:`LaunchConfig`, swept by ``benchmarks/gpu_suite.py --sweep`
     load, select, 16-byte store (what xgrammar's CUDA kernel does).
   - ``"split"``: nothing read; none allowed → one 16-byte ``-inf`` store;
     mixed → element-wide stores of ``-inf`` to its disallowed logits only.
-* ``extra_chunk``: extra ids compared per step against a tile's words.
-* ``row_chunk``: an entry's row ids read per step; 1 = one row at a time (a
-  dependent id → row load chain per row), k > 1 = k ids and their k row slices
-  loaded together and OR-reduced (independent loads in flight).
+* ``extra_chunk``: an entry's extra ids loaded per chunk. The first chunk is
+  loaded once per program and kept; a longer list loads its further chunks at
+  every tile step.
+* ``row_chunk``: an entry's row ids loaded per chunk, the first one once per
+  program; a chunk's row slices are loaded together and OR-reduced
+  (independent loads in flight). 1 = a further id → row load chain per row.
 """
 from __future__ import annotations
 
@@ -91,33 +98,37 @@ class LaunchConfig:
 def default_launch(kind: str, n: int, num_words: int, elem_size: int = 2) -> LaunchConfig:
     """The launch for ``n`` entries of ``num_words`` words of ``elem_size``-byte logits.
 
-    ``kind`` is "mask", "apply" or "fill". Measured on an H200 (``gpu_suite.py
-    --sweep`` and ``profile_kernels.py --launches``, V = 128,256):
+    ``kind`` is "mask", "apply" or "fill". Measured on an H200 by CUDA-graph
+    replay (``profile_kernels.py --launches``, ``gpu_suite.py``; V = 128,256,
+    JSON-shaped batches: 1-3 rows and up to 260 extra ids per entry):
 
-    * "mask": one warp per 32-word tile (1,024 tokens), scalar masked stores and
-      64 extra ids compared per step were the fastest of 41 launches at every
-      batch size (1 to 1,024) in bf16 and fp32: B = 1 in 3.8 µs, B = 1,024 bf16
-      in 194 µs (1.5x the read + write floor) against 497 µs for the launch
-      reasoned before (128-word tiles, 8 warps). Wider tiles, more warps,
-      several tiles per program, persistent grids and the "select", "packed"
-      and "split" stores were slower or no faster.
+    * "mask": one warp per 32-word tile (1,024 tokens), an entry's first 4 row
+      ids and first 256 extra ids loaded once, so a tile waits on one row load.
+      In bf16/fp16 the "packed" store: B = 128 in 19.5 µs and B = 1,024 in 136
+      µs (1.25x and 1.08x the read + write floor; 1.14x and 1.09x a device copy
+      of the same logits), against 26 and 192 µs before the ids were loaded
+      once; masked stores are 2-2.5x slower there. In fp32 the masked store
+      with 64 ids per chunk (35.5 and 265 µs, 1.1x the floor); "packed" is
+      3.8x slower there (4 logits per pack), "select" ties.
     * "apply" (a bitmask already on the device): the same tile with the
-      "packed" store in bf16/fp16: 19 µs at B = 128 and 524 µs at B = 4,096
-      against 47 and 1,464 µs with masked stores (those stall on the bitmask
-      load: ncu showed 0.25 eligible warps per scheduler). In fp32 "packed"
-      is 2.6x slower (4 logits per pack); there masked stores on a persistent
-      grid of 4 programs per SM win: 36 µs at B = 128 and 1,088 µs at B =
-      4,096 against 42 and 1,330 µs.
-    * "fill": the same tile (484 µs at B = 4,096, from 700 reasoned).
+      "packed" store in bf16/fp16 (19 µs at B = 128; masked stores stall on the
+      bitmask load: ncu showed 0.25 eligible warps per scheduler); in fp32
+      masked stores on a persistent grid of 4 programs per SM (36 µs at B = 128).
+    * "fill": four 32-word tiles per program, the id lists loaded once for all
+      four: 39 µs at B = 1,024 against 80 with one tile per program.
     """
     if kind not in ("mask", "apply", "fill"):
         raise ValueError(f"kind must be 'mask', 'apply' or 'fill', got {kind!r}")
     if kind == "apply":
         return _APPLY_LAUNCH_16 if elem_size <= 2 else _APPLY_LAUNCH_32
-    return _DEFAULT_LAUNCH
+    if kind == "mask":
+        return _MASK_LAUNCH_16 if elem_size <= 2 else _MASK_LAUNCH_32
+    return _FILL_LAUNCH
 
 
-_DEFAULT_LAUNCH = LaunchConfig(32, 1, extra_chunk=64)
+_MASK_LAUNCH_16 = LaunchConfig(32, 1, store="packed", extra_chunk=256, row_chunk=4)
+_MASK_LAUNCH_32 = LaunchConfig(32, 1, extra_chunk=64)
+_FILL_LAUNCH = LaunchConfig(32, 1, blocks_per_program=4, extra_chunk=256, row_chunk=4)
 _APPLY_LAUNCH_16 = LaunchConfig(32, 1, store="packed")
 _APPLY_LAUNCH_32 = LaunchConfig(32, 1, programs_per_sm=4)
 
@@ -167,45 +178,60 @@ def _slice(ptr_ptr, b, length):
 
 
 @triton.jit
+def _load_ids(ids_ptr, start, end, limit, CHUNK: tl.constexpr):
+    """int32 [CHUNK]: ids_ptr[start:start + CHUNK] where below ``end``; -1 past it and for ids outside [0, limit)."""
+    lane = tl.arange(0, CHUNK)
+    ids = tl.load(ids_ptr + start + lane, mask=start + lane < end, other=-1).to(tl.int64)
+    return tl.where((ids >= 0) & (ids < limit), ids, -1).to(tl.int32)
+
+
+@triton.jit
+def _or_rows(acc, rows_ptr, W, row_ids, words):
+    """``acc`` OR the rows ``row_ids`` (int32, -1 = none) over ``words``: their loads are in flight together."""
+    limit = tl.where(row_ids >= 0, W, 0)  # an unknown row id reads nothing
+    block = tl.load(rows_ptr + tl.maximum(row_ids, 0).to(tl.int64)[:, None] * W + words[None, :],
+                    mask=words[None, :] < limit[:, None], other=0)
+    return acc | tl.reduce(block, 0, _bit_or)
+
+
+@triton.jit
+def _or_ids(acc, ids, words, w0, BLOCK_WORDS: tl.constexpr):
+    """``acc`` OR the bits of the token ids ``ids`` (int32, -1 = none) that fall in words [w0, w0 + BLOCK_WORDS).
+
+    A tile holds few of its entry's extra ids (a JSON state has ~135 over 4,008
+    words): count them, then set one per step, smallest first, so a tile with no
+    id costs one compare per id and a hit costs one reduction, whatever the order.
+    """
+    word = ids >> 5  # -1 for none
+    in_tile = (word >= w0) & (word < w0 + BLOCK_WORDS)
+    hits = tl.sum(in_tile.to(tl.int32), 0)
+    last = hits * 0 - 1
+    for _ in range(hits):
+        m = tl.min(tl.where(in_tile & (ids > last), ids, 0x7FFFFFFF), 0)  # a repeated id leaves m at the sentinel
+        acc |= tl.where((words == (m >> 5)) & (m != 0x7FFFFFFF), 1 << (m & 31), 0)
+        last = m
+    return acc
+
+
+@triton.jit
 def _entry_words(
-    rows_ptr, R, W, row_idx_ptr, r0, r1, extra_ids_ptr, e0, e1, w0, vocab_size,
+    rows_ptr, R, W, row_idx_ptr, r0, r1, first_rows, extra_ids_ptr, e0, e1, first_ids, w0, vocab_size,
     BLOCK_WORDS: tl.constexpr, EXTRA_CHUNK: tl.constexpr, ROW_CHUNK: tl.constexpr,
 ):
     """int32 [BLOCK_WORDS]: OR over words [w0, w0 + BLOCK_WORDS) of rows row_idx[r0:r1] and ids extra_ids[e0:e1].
 
-    Every tile scans its entry's extra ids (a JSON state has ~135 of them), so a
-    chunk with no id in the tile costs one load and one compare; only chunks
-    that hit pay the [EXTRA_CHUNK, BLOCK_WORDS] compare. Any order is correct;
-    sorted ids (what matchers produce) cluster the hits into one or two chunks.
+    ``first_rows`` and ``first_ids`` are the first chunks of both lists
+    (:func:`_load_ids`), loaded once per program: a typical entry (1-3 rows, up
+    to a few hundred extra ids) waits on one row load per tile step; longer
+    lists load their further chunks here.
     """
     words = w0 + tl.arange(0, BLOCK_WORDS)
-    acc = tl.zeros([BLOCK_WORDS], dtype=tl.int32)
-    # An unknown row id reads nothing: its word limit becomes 0.
-    if ROW_CHUNK == 1:
-        for i in range(r0, r1):
-            r = tl.load(row_idx_ptr + i).to(tl.int64)
-            known = (r >= 0) & (r < R)
-            acc |= tl.load(rows_ptr + tl.where(known, r, 0) * W + words, mask=words < tl.where(known, W, 0),
-                           other=0)
-    else:
-        row_lane = tl.arange(0, ROW_CHUNK)
-        for i in range(r0, r1, ROW_CHUNK):
-            r = tl.load(row_idx_ptr + i + row_lane, mask=i + row_lane < r1, other=-1).to(tl.int64)
-            known = (r >= 0) & (r < R)
-            limit = tl.where(known, W, 0)
-            block = tl.load(rows_ptr + tl.where(known, r, 0)[:, None] * W + words[None, :],
-                            mask=words[None, :] < limit[:, None], other=0)
-            acc |= tl.reduce(block, 0, _bit_or)
-    lane = tl.arange(0, EXTRA_CHUNK)
-    for j in range(e0, e1, EXTRA_CHUNK):
-        ids = tl.load(extra_ids_ptr + j + lane, mask=j + lane < e1, other=-1).to(tl.int64)
-        ids = tl.where((ids >= 0) & (ids < vocab_size), ids, -1).to(tl.int32)
-        word = ids >> 5  # -1 for an ignored id
-        in_tile = (word >= w0) & (word < w0 + BLOCK_WORDS)
-        if tl.max(in_tile.to(tl.int32), 0) > 0:
-            hit = word[:, None] == words[None, :]
-            bit = tl.full([EXTRA_CHUNK], 1, tl.int32) << (ids & 31)
-            acc |= tl.reduce(tl.where(hit, bit[:, None], 0), 0, _bit_or)
+    acc = _or_rows(tl.zeros([BLOCK_WORDS], dtype=tl.int32), rows_ptr, W, first_rows, words)
+    for i in range(r0 + ROW_CHUNK, r1, ROW_CHUNK):
+        acc = _or_rows(acc, rows_ptr, W, _load_ids(row_idx_ptr, i, r1, R, ROW_CHUNK), words)
+    acc = _or_ids(acc, first_ids, words, w0, BLOCK_WORDS)
+    for j in range(e0 + EXTRA_CHUNK, e1, EXTRA_CHUNK):
+        acc = _or_ids(acc, _load_ids(extra_ids_ptr, j, e1, vocab_size, EXTRA_CHUNK), words, w0, BLOCK_WORDS)
     return acc
 
 
@@ -275,13 +301,15 @@ def _mask_logits_kernel(
         if ok:
             r0, r1 = _slice(row_ptr_ptr, b, nnz)
             e0, e1 = _slice(extra_ptr_ptr, b, n_extra)
+            first_rows = _load_ids(row_idx_ptr, r0, r1, R, ROW_CHUNK)
+            first_ids = _load_ids(extra_ids_ptr, e0, e1, vocab_size, EXTRA_CHUNK)
             row_base = logits_ptr + target * logits_stride
             first = (tile - b * tiles_per_entry) * BLOCKS_PER_PROGRAM
             for step in tl.static_range(BLOCKS_PER_PROGRAM):
                 w0 = (first + step) * BLOCK_WORDS
                 words = w0 + tl.arange(0, BLOCK_WORDS)
-                acc = _entry_words(rows_ptr, R, W, row_idx_ptr, r0, r1, extra_ids_ptr, e0, e1, w0,
-                                   vocab_size, BLOCK_WORDS, EXTRA_CHUNK, ROW_CHUNK)
+                acc = _entry_words(rows_ptr, R, W, row_idx_ptr, r0, r1, first_rows, extra_ids_ptr, e0, e1,
+                                   first_ids, w0, vocab_size, BLOCK_WORDS, EXTRA_CHUNK, ROW_CHUNK)
                 acc = _clip_to_vocab(acc, words, vocab_size, BLOCK_WORDS)
                 _store_logits(row_base, acc, words, n_cols, BLOCK_WORDS, STORE, PACK)
 
@@ -302,12 +330,14 @@ def _fill_bitmask_kernel(
         if ok:
             r0, r1 = _slice(row_ptr_ptr, b, nnz)
             e0, e1 = _slice(extra_ptr_ptr, b, n_extra)
+            first_rows = _load_ids(row_idx_ptr, r0, r1, R, ROW_CHUNK)
+            first_ids = _load_ids(extra_ids_ptr, e0, e1, vocab_size, EXTRA_CHUNK)
             first = (tile - b * tiles_per_entry) * BLOCKS_PER_PROGRAM
             for step in tl.static_range(BLOCKS_PER_PROGRAM):
                 w0 = (first + step) * BLOCK_WORDS
                 words = w0 + tl.arange(0, BLOCK_WORDS)
-                acc = _entry_words(rows_ptr, R, W, row_idx_ptr, r0, r1, extra_ids_ptr, e0, e1, w0,
-                                   vocab_size, BLOCK_WORDS, EXTRA_CHUNK, ROW_CHUNK)
+                acc = _entry_words(rows_ptr, R, W, row_idx_ptr, r0, r1, first_rows, extra_ids_ptr, e0, e1,
+                                   first_ids, w0, vocab_size, BLOCK_WORDS, EXTRA_CHUNK, ROW_CHUNK)
                 acc = _clip_to_vocab(acc, words, vocab_size, BLOCK_WORDS)
                 tl.store(out_ptr + target * out_stride + words, acc, mask=words < out_words)
 
