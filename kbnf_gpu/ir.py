@@ -12,6 +12,7 @@ Source positions are carried for error messages but never compared.
 """
 from __future__ import annotations
 
+import hashlib
 import threading
 from dataclasses import dataclass, field, fields
 from enum import Enum
@@ -53,7 +54,7 @@ def _hash_once(cls):
         return _equal(self, other)
 
     def __getstate__(self) -> dict:
-        return {k: v for k, v in self.__dict__.items() if k != "_hash"}
+        return {k: v for k, v in self.__dict__.items() if k not in ("_hash", "_fingerprint")}
 
     cls.__hash__ = __hash__
     cls.__eq__ = __eq__
@@ -206,6 +207,76 @@ class Automaton:
 
 
 RegExpr = Union[Literal, CharClass, ByteClass, Pattern, Concat, Alternation, Repeat, Automaton]
+
+
+def fingerprint(expr: object) -> bytes | None:
+    """A 32-byte digest of a terminal language's structure (``RegExpr``): equal for equal expressions, and,
+    up to a BLAKE2b collision, only for them; ``None`` if ``expr`` holds a node of another type.
+
+    A memo key that holds no objects: a process-wide memo keyed by the expressions themselves kept every node
+    of thousands of them alive, and each full collection scanned them all. Kept on each composite node once
+    computed (not pickled, like the kept hash), children before parents, without recursion (an expression
+    may nest thousands deep).
+    """
+    leaves: dict[int, bytes] = {}  # a leaf's digest, this call only (leaves pickle their whole __dict__)
+
+    def known(node: object) -> bytes | None:
+        return leaves.get(id(node)) if type(node) in _LEAVES else node.__dict__.get("_fingerprint")
+
+    stack = [(expr, False)]
+    while stack:
+        node, ready = stack.pop()
+        if type(node) not in _FINGERPRINTED:
+            return None
+        if known(node) is not None:
+            continue
+        parts = _fingerprint_parts(node)
+        if not ready:
+            stack.append((node, True))
+            stack.extend((x, False) for x in parts)
+            continue
+        digest = hashlib.blake2b(_fingerprint_head(node) + b"".join(map(known, parts)), digest_size=32).digest()
+        if type(node) in _LEAVES:
+            leaves[id(node)] = digest
+        else:
+            object.__setattr__(node, "_fingerprint", digest)
+    return known(expr)
+
+
+def _fingerprint_parts(node: object) -> tuple:
+    """The sub-expressions whose digests ``node``'s covers, in order."""
+    if type(node) is Concat:
+        return node.parts
+    if type(node) is Alternation:
+        return node.options
+    if type(node) is Repeat:
+        return (node.item,)
+    if type(node) is Automaton:
+        return tuple(label for _, label, _ in node.edges)
+    return ()
+
+
+def _fingerprint_head(node: object) -> bytes:
+    """Everything of ``node`` but its sub-expressions' digests (fixed-length, appended after), tagged by type."""
+    kind = type(node)
+    if kind is Literal:
+        own = node.value
+    elif kind is CharClass or kind is ByteClass:
+        own = repr(node.ranges).encode()
+    elif kind is Pattern:
+        own = repr((node.source, node.flags)).encode()
+    elif kind is Repeat:
+        own = repr((node.min, node.max)).encode()
+    elif kind is Automaton:
+        own = repr((node.n_states, node.accepting, tuple((p, q) for p, _, q in node.edges))).encode()
+    else:  # Concat, Alternation: their parts alone
+        own = b""
+    return _FINGERPRINTED[kind] + own
+
+
+_FINGERPRINTED = {Literal: b"L", CharClass: b"C", ByteClass: b"B", Pattern: b"P", Concat: b"c", Alternation: b"a",
+                  Repeat: b"r", Automaton: b"A"}
+_LEAVES = (Literal, CharClass, ByteClass, Pattern)
 
 
 class TerminalKind(str, Enum):

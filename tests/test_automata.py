@@ -1246,3 +1246,59 @@ def test_building_a_string_lexeme_leaves_no_reference_cycle():
         gc.garbage.clear()
         gc.enable()
     assert not left
+
+
+# ------------------------------------------------- memo keys (ir.fingerprint)
+
+
+def _ir_exprs():
+    """Small terminal-language expressions over a tiny alphabet, so that equal and near-equal ones both come up."""
+    leaves = st.one_of(
+        st.binary(max_size=2).map(ir.Literal),
+        st.sampled_from([((97, 98),), ((97, 97), (99, 99)), ((0, 0x10FFFF),)]).map(ir.CharClass),
+        st.sampled_from([((0, 127),), ((97, 98),)]).map(ir.ByteClass),
+        st.sampled_from([("a+", ""), ("a+", "i"), ("[ab]", "")]).map(lambda p: ir.Pattern(*p)),
+    )
+
+    def extend(children):
+        return st.one_of(
+            st.lists(children, min_size=1, max_size=3).map(lambda xs: ir.Concat(tuple(xs))),
+            st.lists(children, min_size=1, max_size=3).map(lambda xs: ir.Alternation(tuple(xs))),
+            st.tuples(children, st.integers(0, 2), st.sampled_from([None, 2, 3])).map(lambda t: ir.Repeat(*t)),
+            st.lists(children, min_size=1, max_size=2).map(
+                lambda xs: ir.Automaton(2, tuple((0, x, 1) for x in xs), (1,))),
+        )
+
+    return st.recursive(leaves, extend, max_leaves=6)
+
+
+@SETTINGS
+@given(_ir_exprs(), _ir_exprs())
+def test_fingerprint_is_equal_exactly_for_equal_expressions(a, b):
+    """The DFA memos are keyed by ``ir.fingerprint``: it must tell apart what equality tells apart."""
+    fa, fb = ir.fingerprint(a), ir.fingerprint(b)
+    assert isinstance(fa, bytes) and len(fa) == 32
+    assert (fa == fb) == (a == b)
+    copy = pickle.loads(pickle.dumps(a))  # a fresh tree of the same structure: the kept digests are not pickled
+    assert "_fingerprint" not in copy.__dict__ and ir.fingerprint(copy) == fa
+
+
+def test_fingerprint_nests_deep_and_declines_unknown_nodes():
+    deep = ir.Literal(b"x")
+    for i in range(5000):  # far past the interpreter's recursion limit
+        deep = ir.Concat((ir.Literal(b"a"), deep)) if i % 2 else ir.Repeat(deep, 0, 2)
+    assert len(ir.fingerprint(deep)) == 32
+    assert ir.fingerprint(ir.Concat((ir.Literal(b"a"), object()))) is None
+
+
+def test_terminal_memo_holds_digests_not_expressions():
+    """Equal terminals made apart share one DFA, and the memo keeps no expression alive (a full collection
+    would scan every node of thousands of them)."""
+    from kbnf_gpu.automata import build
+
+    def make():
+        return ir.Terminal(ir.Concat((ir.Literal(b"fp-"), ir.Repeat(ir.CharClass(((48, 57),)), 1, 7))))
+
+    first, second = build_dfa(make()), build_dfa(make())
+    assert second is first
+    assert all(isinstance(key[0], bytes) for key in build._FLAT_CACHE)

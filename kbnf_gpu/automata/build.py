@@ -350,7 +350,7 @@ def _compile(root: Node, max_states: int, ctx: _Context, lazy: bool = False) -> 
         # a label (a class of code points, spelled) recurs across terminals: a counted string's chunks all share it
         try:
             root = _labels_determinized(root, lambda label: _memo(
-                _LABEL_CACHE, _LABEL_CACHE_SIZE, (label, max_states),
+                _LABEL_CACHE, _LABEL_CACHE_SIZE, (ir.fingerprint(label) or label, max_states),
                 lambda: _determinized(label, max_states, nfa_limit, ctx, on_pattern)), max_states, lazy)
         except StateLimit:
             raise ctx.too_large(max_states) from None
@@ -429,17 +429,16 @@ def build_dfa(terminal: ir.Terminal, *, max_states: int = DEFAULT_MAX_STATES) ->
     Raises ``DFATooLarge`` past ``max_states`` and ``GrammarError`` for a bad
     or unsupported regex. The empty language is returned, not raised.
     """
-    key = (terminal.expr, terminal.kind, max_states)
-    try:
-        hash(key)  # linear in the expression, against a subset construction that is not
-    except RecursionError:  # an expression nested too deeply to hash is built, not shared
+    digest = ir.fingerprint(terminal.expr)  # linear in the expression, against a subset construction that is not
+    if digest is None:  # a node no digest covers: built, not shared
         return _build_terminal(terminal, max_states)
+    key = (digest, terminal.kind.value, max_states)
     return _memo(_FLAT_CACHE, _FLAT_CACHE_SIZE, key, lambda: _build_terminal(terminal, max_states))
 
 
 # The same terminals recur across grammars (a JSON Schema's integers, strings,
 # punctuation with whitespace) and their DFAs are immutable, so share them.
-_FLAT_CACHE: dict[tuple, _Packed] = {}
+_FLAT_CACHE: dict[tuple, _Packed] = {}  # (ir.fingerprint of the expression, kind, state limit) -> its DFA
 _FLAT_CACHE_SIZE = 4096
 
 
