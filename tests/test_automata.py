@@ -1302,3 +1302,34 @@ def test_terminal_memo_holds_digests_not_expressions():
     first, second = build_dfa(make()), build_dfa(make())
     assert second is first
     assert all(isinstance(key[0], bytes) for key in build._FLAT_CACHE)
+
+
+def test_lexeme_made_on_first_use_holds_few_objects_till_then():
+    """A server's memo holds a thousand unbuilt lexemes: each must hold a few objects for the garbage collector
+    to scan, whatever its number of states (its layout is arrays, not per-state lists of tuples)."""
+    import gc
+    import types
+
+    from kbnf_gpu.automata.labelled import lazy_labelled_dfa
+    from kbnf_gpu.frontends.json_schema._strings import encode
+
+    def tracked_behind(lazy) -> int:
+        """Tracked objects its maker's closure holds (what it reads, not the module it reads it from)."""
+        seen, stack, n = set(), [cell.cell_contents for cell in lazy._make.__closure__], 0
+        while stack:
+            obj = stack.pop()
+            if id(obj) in seen or isinstance(obj, (types.ModuleType, type, types.FunctionType)):
+                continue
+            seen.add(id(obj))
+            n += gc.is_tracked(obj)
+            stack.extend(gc.get_referents(obj))
+        return n
+
+    label = encode(ir.CharClass(((0x61, 0x66), (0x3B1, 0x3B5))))
+    held = []
+    for n in (3, 60):
+        edges = [(i, label, i + 1) for i in range(n - 1)]
+        lazy = lazy_labelled_dfa(n, [(p, regexpr_to_dfa(lb), q) for p, lb, q in edges], (n - 1,), 10_000)
+        held.append(tracked_behind(lazy))
+        assert lazy.matches("aβ".encode() * ((n - 1) // 2) + b"a" * ((n - 1) % 2)) and not lazy.matches(b"a" * n)
+    assert held[1] == held[0] < 25, held

@@ -24,7 +24,6 @@ regular expression cost a subset construction (an object of 411 properties:
 from __future__ import annotations
 
 from ...automata.utf8 import utf8_sequences
-from ...caches import memoized
 from . import _charset as cs
 from ...ir import Automaton, ByteClass
 from ._rx import Rx, cc, lit
@@ -34,9 +33,12 @@ PRINTABLE: cs.Ranges = cs.subtract(cs.norm([(0x20, 0x7E)]), cs.of_chars('"\\')) 
 _END = ""
 
 
-@memoized(1 << 18, lambda names: sum(map(len, names)) + 16 * len(names) + 64)
 def other_keys(names: tuple[str, ...]) -> Rx:
-    """Key bodies that decode to a string not in ``names``, as an automaton (see the module docstring)."""
+    """Key bodies that decode to a string not in ``names``, as an automaton (see the module docstring).
+
+    Not memoized: its one caller (``_layout._other_key``) holds the key terminals made of it, by the same names;
+    a memo here kept a second copy of every automaton alive (200,000 objects for a full collection to scan
+    after 138 schemas)."""
     trie: dict = {}
     for name in names:
         node = trie
