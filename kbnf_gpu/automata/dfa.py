@@ -270,9 +270,14 @@ def determinize(nfa: NFA, start: int, accept: int, max_states: int) -> tuple[np.
     k = int(class_of_byte.max()) + 1
     succ = _successors(nfa, covered)
     eps = nfa.eps
+    # a subset keeps only the states that read a byte, and the accepting one: the rest (empty moves between
+    # them) change neither its moves nor whether it accepts, and left in they made subsets several times larger
+    # to hash and walk, and told apart subsets that are one state (a number range's NFA: 40% of the time)
+    kept = [bool(d) for d in succ]
+    kept[accept] = True
 
     def closure(seeds) -> frozenset:
-        return frozenset(reached(seeds, eps))
+        return frozenset(s for s in reached(seeds, eps) if kept[s])
 
     first = closure([start])
     ids = {first: 0}
