@@ -655,10 +655,11 @@ def sweep_section(rep: Report, args, device, copy_bw: float, deadline: float) ->
         run(fresh[:: max(1, len(fresh) // 2)] if not cuda else fresh)  # the CPU interpreter: correctness only
 
     # Stage 2, most promising first (the deadline may cut it short): wider extra-id chunks for each store mode's
-    # best launch (the H200's big win), then row chunks and tiles per program / persistent grids on the best.
+    # best launch (the H200's big win: a program holds its entry's first chunk for all its steps), then row
+    # chunks and tiles per program / persistent grids on the best.
     seen = measured()
     run_new([replace(min((c for c in seen if c.store == store), key=total), extra_chunk=chunk)
-             for store in sorted({c.store for c in seen}) for chunk in (64, 128)])
+             for store in sorted({c.store for c in seen}) for chunk in (64, 128, 256)])
     run_new([replace(c, row_chunk=chunk) for c in ranked(2) for chunk in (2, 4)])
     run_new([replace(c, blocks_per_program=bpp, programs_per_sm=pps)
              for c in ranked(2) for bpp, pps in ((2, 0), (1, 4))])
