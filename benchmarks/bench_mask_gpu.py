@@ -551,7 +551,8 @@ def print_kernel_table(rows: list[dict], cuda: bool) -> None:
     if cuda:
         cols += ["ours_eager_us", "xgr_eager_us"]
     print("# microseconds per call: median over repeats (min columns: fastest sample)")
-    head = f"{'V':>7} {'B':>5} {'dtype':>5} " + " ".join(f"{c[:-3]:>9}" for c in cols) + "  ours/floor  ours/copy  xgr/ours"
+    head = (f"{'V':>7} {'B':>5} {'dtype':>5} " + " ".join(f"{c[:-3]:>9}" for c in cols)
+            + "  ours/floor  ours/copy  xgr/ours")
     print(head)
     print("-" * len(head))
     for r in rows:
