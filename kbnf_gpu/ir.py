@@ -209,6 +209,19 @@ class Automaton:
 RegExpr = Union[Literal, CharClass, ByteClass, Pattern, Concat, Alternation, Repeat, Automaton]
 
 
+def parts(x: RegExpr) -> tuple[RegExpr, ...]:
+    """The direct sub-expressions of ``x``, an automaton's edge labels included (none for a leaf)."""
+    if isinstance(x, Concat):
+        return x.parts
+    if isinstance(x, Alternation):
+        return x.options
+    if isinstance(x, Repeat):
+        return (x.item,)
+    if isinstance(x, Automaton):
+        return tuple(label for _, label, _ in x.edges)
+    return ()
+
+
 def fingerprint(expr: object) -> bytes | None:
     """A 32-byte digest of a terminal language's structure (``RegExpr``): equal for equal expressions, and,
     up to a BLAKE2b collision, only for them; ``None`` if ``expr`` holds a node of another type.
@@ -230,30 +243,17 @@ def fingerprint(expr: object) -> bytes | None:
             return None
         if known(node) is not None:
             continue
-        parts = _fingerprint_parts(node)
+        below = parts(node)
         if not ready:
             stack.append((node, True))
-            stack.extend((x, False) for x in parts)
+            stack.extend((x, False) for x in below)
             continue
-        digest = hashlib.blake2b(_fingerprint_head(node) + b"".join(map(known, parts)), digest_size=32).digest()
+        digest = hashlib.blake2b(_fingerprint_head(node) + b"".join(map(known, below)), digest_size=32).digest()
         if type(node) in _LEAVES:
             leaves[id(node)] = digest
         else:
             object.__setattr__(node, "_fingerprint", digest)
     return known(expr)
-
-
-def _fingerprint_parts(node: object) -> tuple:
-    """The sub-expressions whose digests ``node``'s covers, in order."""
-    if type(node) is Concat:
-        return node.parts
-    if type(node) is Alternation:
-        return node.options
-    if type(node) is Repeat:
-        return (node.item,)
-    if type(node) is Automaton:
-        return tuple(label for _, label, _ in node.edges)
-    return ()
 
 
 def _fingerprint_head(node: object) -> bytes:

@@ -214,11 +214,23 @@ def _or_ids(acc, ids, words, w0, BLOCK_WORDS: tl.constexpr):
 
 
 @triton.jit
+def _entry_lists(b, row_ptr_ptr, row_idx_ptr, nnz, R, extra_ptr_ptr, extra_ids_ptr, n_extra, vocab_size,
+                 ROW_CHUNK: tl.constexpr, EXTRA_CHUNK: tl.constexpr):
+    """Entry b's row-id slice [r0, r1) and extra-id slice [e0, e1), each with its first chunk
+    (:func:`_load_ids`): what every tile step of a program reads."""
+    r0, r1 = _slice(row_ptr_ptr, b, nnz)
+    e0, e1 = _slice(extra_ptr_ptr, b, n_extra)
+    return (r0, r1, _load_ids(row_idx_ptr, r0, r1, R, ROW_CHUNK),
+            e0, e1, _load_ids(extra_ids_ptr, e0, e1, vocab_size, EXTRA_CHUNK))
+
+
+@triton.jit
 def _entry_words(
     rows_ptr, R, W, row_idx_ptr, r0, r1, first_rows, extra_ids_ptr, e0, e1, first_ids, w0, vocab_size,
     BLOCK_WORDS: tl.constexpr, EXTRA_CHUNK: tl.constexpr, ROW_CHUNK: tl.constexpr,
 ):
-    """int32 [BLOCK_WORDS]: OR over words [w0, w0 + BLOCK_WORDS) of rows row_idx[r0:r1] and ids extra_ids[e0:e1].
+    """int32 [BLOCK_WORDS]: OR over words [w0, w0 + BLOCK_WORDS) of rows row_idx[r0:r1] and ids extra_ids[e0:e1],
+    bits at or past ``vocab_size`` cleared.
 
     ``first_rows`` and ``first_ids`` are the first chunks of both lists
     (:func:`_load_ids`), loaded once per program: a typical entry (1-3 rows, up
@@ -232,7 +244,7 @@ def _entry_words(
     acc = _or_ids(acc, first_ids, words, w0, BLOCK_WORDS)
     for j in range(e0 + EXTRA_CHUNK, e1, EXTRA_CHUNK):
         acc = _or_ids(acc, _load_ids(extra_ids_ptr, j, e1, vocab_size, EXTRA_CHUNK), words, w0, BLOCK_WORDS)
-    return acc
+    return _clip_to_vocab(acc, words, vocab_size, BLOCK_WORDS)
 
 
 @triton.jit
@@ -299,10 +311,9 @@ def _mask_logits_kernel(
         b = tile // tiles_per_entry
         target, ok = _target(b, indices_ptr, skip_ptr, n_targets, HAS_INDICES, HAS_SKIP)
         if ok:
-            r0, r1 = _slice(row_ptr_ptr, b, nnz)
-            e0, e1 = _slice(extra_ptr_ptr, b, n_extra)
-            first_rows = _load_ids(row_idx_ptr, r0, r1, R, ROW_CHUNK)
-            first_ids = _load_ids(extra_ids_ptr, e0, e1, vocab_size, EXTRA_CHUNK)
+            r0, r1, first_rows, e0, e1, first_ids = _entry_lists(
+                b, row_ptr_ptr, row_idx_ptr, nnz, R, extra_ptr_ptr, extra_ids_ptr, n_extra, vocab_size,
+                ROW_CHUNK, EXTRA_CHUNK)
             row_base = logits_ptr + target * logits_stride
             first = (tile - b * tiles_per_entry) * BLOCKS_PER_PROGRAM
             for step in tl.static_range(BLOCKS_PER_PROGRAM):
@@ -310,7 +321,6 @@ def _mask_logits_kernel(
                 words = w0 + tl.arange(0, BLOCK_WORDS)
                 acc = _entry_words(rows_ptr, R, W, row_idx_ptr, r0, r1, first_rows, extra_ids_ptr, e0, e1,
                                    first_ids, w0, vocab_size, BLOCK_WORDS, EXTRA_CHUNK, ROW_CHUNK)
-                acc = _clip_to_vocab(acc, words, vocab_size, BLOCK_WORDS)
                 _store_logits(row_base, acc, words, n_cols, BLOCK_WORDS, STORE, PACK)
 
 
@@ -328,17 +338,15 @@ def _fill_bitmask_kernel(
         b = tile // tiles_per_entry
         target, ok = _target(b, indices_ptr, skip_ptr, n_targets, HAS_INDICES, HAS_SKIP)
         if ok:
-            r0, r1 = _slice(row_ptr_ptr, b, nnz)
-            e0, e1 = _slice(extra_ptr_ptr, b, n_extra)
-            first_rows = _load_ids(row_idx_ptr, r0, r1, R, ROW_CHUNK)
-            first_ids = _load_ids(extra_ids_ptr, e0, e1, vocab_size, EXTRA_CHUNK)
+            r0, r1, first_rows, e0, e1, first_ids = _entry_lists(
+                b, row_ptr_ptr, row_idx_ptr, nnz, R, extra_ptr_ptr, extra_ids_ptr, n_extra, vocab_size,
+                ROW_CHUNK, EXTRA_CHUNK)
             first = (tile - b * tiles_per_entry) * BLOCKS_PER_PROGRAM
             for step in tl.static_range(BLOCKS_PER_PROGRAM):
                 w0 = (first + step) * BLOCK_WORDS
                 words = w0 + tl.arange(0, BLOCK_WORDS)
                 acc = _entry_words(rows_ptr, R, W, row_idx_ptr, r0, r1, first_rows, extra_ids_ptr, e0, e1,
                                    first_ids, w0, vocab_size, BLOCK_WORDS, EXTRA_CHUNK, ROW_CHUNK)
-                acc = _clip_to_vocab(acc, words, vocab_size, BLOCK_WORDS)
                 tl.store(out_ptr + target * out_stride + words, acc, mask=words < out_words)
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional
 
-from ...ir import Alternation, Automaton, ByteClass, CharClass, Concat, Literal, Pattern, RegExpr, Repeat
+from ...ir import Alternation, Automaton, ByteClass, CharClass, Concat, Literal, Pattern, RegExpr, Repeat, parts
 from ._charset import Ranges
 
 Rx = Optional[RegExpr]
@@ -135,19 +135,6 @@ def nullable(x: Rx) -> bool:
     if isinstance(x, Pattern):  # pragma: no cover - not produced here
         raise TypeError("Pattern nodes are opaque")
     raise TypeError(type(x))
-
-
-def parts(x: RegExpr) -> tuple[RegExpr, ...]:
-    """The direct sub-expressions of ``x``, an automaton's edge labels included."""
-    if isinstance(x, Concat):
-        return x.parts
-    if isinstance(x, Alternation):
-        return x.options
-    if isinstance(x, Repeat):
-        return (x.item,)
-    if isinstance(x, Automaton):
-        return tuple(label for _, label, _ in x.edges)
-    return ()
 
 
 def with_parts(x: RegExpr, new: list[Rx]) -> Rx:
